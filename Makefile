@@ -1,0 +1,53 @@
+# fencing: fencing tokens enforced by PostgreSQL
+#
+#   make && make install && make installcheck
+#
+# Build without Redis support (fenced_acquire and friends): make WITH_HIREDIS=0
+# The default is to build with it when <hiredis/hiredis.h> is found.
+
+EXTENSION = fencing
+EXTVERSION = 1.0
+MODULE_big = fencing
+PGFILEDESC = "fencing - fencing tokens enforced by the database"
+
+OBJS = \
+	src/fencing.o \
+	src/fence_token.o \
+	src/token_parse.o
+
+DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+
+# Every other file in sql/ is a regression test.
+TESTS = $(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))
+REGRESS = $(patsubst sql/%.sql,%,$(TESTS))
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+PG_CONFIG ?= pg_config
+PG_MAJOR := $(shell $(PG_CONFIG) --version | sed 's/^[^0-9]*\([0-9]*\).*/\1/')
+
+# pg_isolation_regress ships with PGXS from PostgreSQL 14 on.
+ifeq ($(shell test $(PG_MAJOR) -ge 14; echo $$?),0)
+ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(wildcard test/isolation/specs/*.spec))
+ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
+endif
+
+HASH := \#
+HIREDIS_FOUND := $(shell printf '$(HASH)include <hiredis/hiredis.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1 || echo 0)
+WITH_HIREDIS ?= $(HIREDIS_FOUND)
+ifeq ($(WITH_HIREDIS),1)
+PG_CPPFLAGS += -DUSE_HIREDIS
+SHLIB_LINK += -lhiredis
+endif
+
+EXTRA_CLEAN = test/fuzz/token_parse_fuzz
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# The fuzz target for the token parser (clang with libFuzzer).
+FUZZ_CC ?= clang
+test/fuzz/token_parse_fuzz: test/fuzz/token_parse_fuzz.c src/token_parse.c src/token_parse.h
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ test/fuzz/token_parse_fuzz.c src/token_parse.c
+
+.PHONY: fuzz
+fuzz: test/fuzz/token_parse_fuzz
