@@ -63,14 +63,17 @@ harness_build() {
 HARNESS_PIDS=()
 HARNESS_DIRS=()
 
+# Stop what we started, newest first, and remove our directories.  Runs as
+# the EXIT trap, possibly under the caller's "set -e": nothing here may fail.
 harness_cleanup() {
-	local i pid
+	local rc=$? i pid d
+	set +e
 	for ((i = ${#HARNESS_PIDS[@]} - 1; i >= 0; i--)); do
 		pid=${HARNESS_PIDS[$i]}
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -CONT "$pid" 2>/dev/null
 			kill -TERM "$pid" 2>/dev/null
-			for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 			kill -KILL "$pid" 2>/dev/null
 		fi
 	done
@@ -79,18 +82,21 @@ harness_cleanup() {
 		[ -n "$d" ] && rm -rf "$d"
 	done
 	HARNESS_DIRS=()
+	return $rc
 }
 trap harness_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A private directory that the cluster's OS user can write.
+# Make a private directory that the cluster's OS user can write, store its
+# path in the variable named by $1, and remove it on exit.  (A variable and
+# not command substitution, which would register it in a subshell.)
 harness_tmpdir() {
 	local d
 	d=$(mktemp -d "${TMPDIR:-/tmp}/fencing.XXXXXX")
 	chmod 755 "$d"
-	[ "$(id -u)" -eq 0 ] && chown postgres: "$d"
+	if [ "$(id -u)" -eq 0 ]; then chown postgres: "$d"; fi
 	HARNESS_DIRS+=("$d")
-	echo "$d"
+	printf -v "$1" '%s' "$d"
 }
 
 # A TCP port on 127.0.0.1 that nothing listens on.
@@ -113,7 +119,7 @@ harness_free_port() {
 harness_start_pg() {
 	local dir bindir line
 	bindir=$("$PG_CONFIG" --bindir)
-	dir=$(harness_tmpdir)
+	harness_tmpdir dir
 	as_pg_owner "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; return 1; }
 	{
@@ -137,7 +143,7 @@ harness_start_pg() {
 # Start a throwaway redis-server on 127.0.0.1 and a Unix socket, without
 # persistence.  Sets REDIS_PORT, REDIS_SOCKET, REDIS_DIR and REDIS_PID.
 harness_start_redis() {
-	REDIS_DIR=$(harness_tmpdir)
+	harness_tmpdir REDIS_DIR
 	REDIS_PORT=$(harness_free_port)
 	REDIS_SOCKET=$REDIS_DIR/redis.sock
 	harness_redis_launch "$@"
