@@ -11,8 +11,12 @@ MODULE_big = fencing
 PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
-	src/fencing.o \
+	src/declared.o \
+	src/fence_guard.o \
 	src/fence_token.o \
+	src/fencing.o \
+	src/marks.o \
+	src/resource_map.o \
 	src/token_parse.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

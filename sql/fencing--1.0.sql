@@ -597,3 +597,68 @@ CREATE AGGREGATE max(fence_token) (
 
 COMMENT ON AGGREGATE min(fence_token) IS 'minimum value of all fence_token input values';
 COMMENT ON AGGREGATE max(fence_token) IS 'maximum value of all fence_token input values';
+
+-- high-water marks
+--
+-- One row per resource: the highest token accepted for it.  Only the
+-- extension's functions write it, running as its owner; nobody else may
+-- touch the table, so that no ordinary user can lower a mark.  Its rows
+-- are dumped by pg_dump (pg_extension_config_dump), so that a restore
+-- does not re-admit stale tokens.
+
+CREATE TABLE fence_high_water (
+	resource text COLLATE "C" PRIMARY KEY,
+	token    fence_token NOT NULL,
+	moved_at timestamptz NOT NULL
+);
+REVOKE ALL ON fence_high_water FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('fence_high_water', '');
+
+COMMENT ON TABLE fence_high_water IS 'highest fence token accepted per resource; written only by fencing';
+
+CREATE VIEW fence_marks AS
+	SELECT resource, token, moved_at FROM @extschema@.fence_high_water;
+GRANT SELECT ON fence_marks TO PUBLIC;
+
+COMMENT ON VIEW fence_marks IS 'high-water mark of every resource, and when it last moved';
+
+CREATE FUNCTION fence_mark(resource text) RETURNS fence_token
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+CREATE FUNCTION fence_advance(resource text, token fence_token) RETURNS fence_token
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION fence_forget(resource text) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION fence_advance(text, fence_token) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fence_forget(text) FROM PUBLIC;
+
+COMMENT ON FUNCTION fence_mark(text) IS 'current high-water mark of a resource, NULL if none';
+COMMENT ON FUNCTION fence_advance(text, fence_token) IS 'raise the mark of a resource, fencing out older tokens; never lowers it';
+COMMENT ON FUNCTION fence_forget(text) IS 'delete the mark of a retired resource';
+
+-- declared tokens
+
+CREATE FUNCTION fence_use(resource text, token fence_token, is_local boolean DEFAULT false)
+	RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION fence_declared(OUT resource text, OUT token fence_token, OUT is_local boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION fence_use(text, fence_token, boolean) IS 'declare the token this session (or transaction) writes a resource with';
+COMMENT ON FUNCTION fence_declared() IS 'tokens declared in this session';
+
+-- trigger functions
+--
+-- EXECUTE on a trigger function is checked when a trigger is created, not
+-- when it fires.  Revoking it from PUBLIC means only roles granted it can
+-- guard a table, and so raise marks of resources they name; writers of a
+-- guarded table need nothing.
+
+CREATE FUNCTION fence_guard() RETURNS trigger
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION fence_truncate_guard() RETURNS trigger
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+REVOKE ALL ON FUNCTION fence_guard() FROM PUBLIC;
+
+COMMENT ON FUNCTION fence_guard() IS 'row trigger rejecting writes whose fence token is below the resource''s high-water mark';
+COMMENT ON FUNCTION fence_truncate_guard() IS 'TRUNCATE trigger refusing to truncate a fenced table';

@@ -10,7 +10,10 @@
  */
 #include "postgres.h"
 
+#include "declared.h"
+#include "fence_guard.h"
 #include "fmgr.h"
+#include "marks.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -19,11 +22,15 @@ void		_PG_init(void);
 
 /*
  * _PG_init
- *		Reserve the "fencing." prefix, so that a misspelt setting is
- *		reported instead of silently kept as a placeholder.
+ *		Register each part's callbacks, and reserve the "fencing." prefix
+ *		so that a misspelt setting is reported instead of silently kept as
+ *		a placeholder.
  */
 void
 _PG_init(void)
 {
+	declared_init();
+	marks_init();
+	fence_guard_init();
 	MarkGUCPrefixReserved("fencing");
 }

@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * declared.c
+ *	  Tokens that a session or transaction declared for a resource.
+ *
+ * A client that holds the lock on a resource declares its token once, with
+ * fence_use() or through fenced_acquire(), and then writes without
+ * threading the token through every statement: fence_guard() stamps the
+ * declared token into rows that do not carry one.
+ *
+ * Session declarations last until replaced or cleared.  Transaction-local
+ * ones, for pooled connections where session state would leak to the next
+ * client, vanish at commit or abort and take precedence meanwhile.
+ * Neither is undone by ROLLBACK TO SAVEPOINT: a declaration mirrors a lock
+ * held in the lock service, which a rollback does not release either.
+ * A declaration grants nothing by itself; every write is still checked
+ * against the resource's high-water mark.
+ *
+ * IDENTIFICATION
+ *	  src/declared.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "declared.h"
+#include "funcapi.h"
+#include "resource_map.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+typedef struct DeclaredEntry
+{
+	ResourceMapKey key;
+	FenceToken	token;
+} DeclaredEntry;
+
+static ResourceMap *session_tokens = NULL;
+static ResourceMap *local_tokens = NULL;
+static MemoryContext local_tokens_cxt = NULL;
+
+PG_FUNCTION_INFO_V1(fence_use);
+PG_FUNCTION_INFO_V1(fence_declared);
+
+/* Forget transaction-local declarations when the transaction ends. */
+static void
+declared_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			if (local_tokens != NULL)
+			{
+				local_tokens = NULL;
+				MemoryContextReset(local_tokens_cxt);
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * declared_init
+ *		Register the end-of-transaction cleanup; called from _PG_init.
+ */
+void
+declared_init(void)
+{
+	RegisterXactCallback(declared_xact_callback, NULL);
+}
+
+static ResourceMap *
+declared_map(bool is_local)
+{
+	if (is_local)
+	{
+		if (local_tokens == NULL)
+		{
+			if (local_tokens_cxt == NULL)
+				local_tokens_cxt = AllocSetContextCreate(TopMemoryContext,
+														 "fencing local tokens",
+														 ALLOCSET_SMALL_SIZES);
+			local_tokens = resource_map_create("fencing local tokens",
+											   sizeof(DeclaredEntry),
+											   local_tokens_cxt);
+		}
+		return local_tokens;
+	}
+	if (session_tokens == NULL)
+	{
+		MemoryContext cxt = AllocSetContextCreate(TopMemoryContext,
+												  "fencing session tokens",
+												  ALLOCSET_SMALL_SIZES);
+
+		session_tokens = resource_map_create("fencing session tokens",
+											 sizeof(DeclaredEntry), cxt);
+	}
+	return session_tokens;
+}
+
+/*
+ * declared_lookup
+ *		The token declared for resource, transaction-local first; false if
+ *		there is none.
+ */
+bool
+declared_lookup(const char *resource, FenceToken *token)
+{
+	DeclaredEntry *entry = NULL;
+
+	if (local_tokens != NULL)
+		entry = resource_map_lookup(local_tokens, resource);
+	if (entry == NULL && session_tokens != NULL)
+		entry = resource_map_lookup(session_tokens, resource);
+	if (entry == NULL)
+		return false;
+	*token = entry->token;
+	return true;
+}
+
+/*
+ * declared_set
+ *		Declare token for resource, for the session or the transaction.
+ */
+void
+declared_set(const char *resource, FenceToken token, bool is_local)
+{
+	DeclaredEntry *entry;
+	bool		found;
+
+	entry = resource_map_enter(declared_map(is_local), resource, &found);
+	entry->token = token;
+}
+
+/*
+ * declared_clear
+ *		Withdraw the declaration for resource in one scope.
+ */
+void
+declared_clear(const char *resource, bool is_local)
+{
+	ResourceMap *map = is_local ? local_tokens : session_tokens;
+
+	if (map != NULL)
+		resource_map_remove(map, resource);
+}
+
+/*
+ * fence_use(resource text, token fence_token, is_local boolean)
+ *		Declare the token this session, or with is_local this transaction
+ *		only, writes resource with.  A NULL token withdraws the
+ *		declaration.
+ */
+Datum
+fence_use(PG_FUNCTION_ARGS)
+{
+	char	   *resource;
+	bool		is_local;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("resource must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("is_local must not be null")));
+	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	is_local = PG_GETARG_BOOL(2);
+
+	if (is_local && !IsTransactionBlock())
+		ereport(WARNING,
+				(errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+				 errmsg("fence_use with is_local can only be used in transaction blocks")));
+
+	if (PG_ARGISNULL(1))
+		declared_clear(resource, is_local);
+	else
+		declared_set(resource, PG_GETARG_FENCE_TOKEN(1), is_local);
+
+	PG_RETURN_VOID();
+}
+
+/* Add one row per entry of map to the result set. */
+static void
+declared_emit(ReturnSetInfo *rsinfo, ResourceMap *map, bool is_local)
+{
+	HASH_SEQ_STATUS status;
+	DeclaredEntry *entry;
+
+	if (map == NULL)
+		return;
+	hash_seq_init(&status, map->htab);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = CStringGetTextDatum(entry->key.resource);
+		values[1] = FenceTokenGetDatum(entry->token);
+		values[2] = BoolGetDatum(is_local);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * fence_declared()
+ *		The tokens declared in this session: resource, token, is_local.
+ */
+Datum
+fence_declared(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	declared_emit(rsinfo, local_tokens, true);
+	declared_emit(rsinfo, session_tokens, false);
+	return (Datum) 0;
+}

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * declared.h
+ *	  Tokens that a session or transaction declared for a resource.
+ *
+ * IDENTIFICATION
+ *	  src/declared.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DECLARED_H
+#define DECLARED_H
+
+#include "fence_token.h"
+
+extern void declared_init(void);
+extern bool declared_lookup(const char *resource, FenceToken *token);
+extern void declared_set(const char *resource, FenceToken token, bool is_local);
+extern void declared_clear(const char *resource, bool is_local);
+
+#endif							/* DECLARED_H */

@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * fence_guard.h
+ *	  The fence_guard() trigger.
+ *
+ * IDENTIFICATION
+ *	  src/fence_guard.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FENCE_GUARD_H
+#define FENCE_GUARD_H
+
+extern void fence_guard_init(void);
+
+#endif							/* FENCE_GUARD_H */

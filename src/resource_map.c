@@ -1,0 +1,122 @@
+/*-------------------------------------------------------------------------
+ *
+ * resource_map.c
+ *	  Hash tables keyed by resource name, of any length.
+ *
+ * The dynahash key is a pointer to the name; hashing and matching look
+ * through it.  On insertion the caller's string is replaced by a copy in
+ * the map's own memory context, which it is then freed with.
+ *
+ * IDENTIFICATION
+ *	  src/resource_map.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "resource_map.h"
+
+static uint32
+resource_map_hash(const void *key, Size keysize)
+{
+	const char *resource = *(char *const *) key;
+
+	return hash_bytes((const unsigned char *) resource, strlen(resource));
+}
+
+static int
+resource_map_match(const void *key1, const void *key2, Size keysize)
+{
+	return strcmp(*(char *const *) key1, *(char *const *) key2);
+}
+
+/*
+ * resource_map_create
+ *		Make an empty map whose entries are entrysize bytes, starting with
+ *		a ResourceMapKey, allocated in cxt.
+ */
+ResourceMap *
+resource_map_create(const char *name, Size entrysize, MemoryContext cxt)
+{
+	ResourceMap *map = MemoryContextAlloc(cxt, sizeof(ResourceMap));
+	HASHCTL		ctl;
+
+	Assert(entrysize >= sizeof(ResourceMapKey));
+	ctl.keysize = sizeof(char *);
+	ctl.entrysize = entrysize;
+	ctl.hash = resource_map_hash;
+	ctl.match = resource_map_match;
+	ctl.hcxt = cxt;
+	map->htab = hash_create(name, 16, &ctl,
+							HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	map->cxt = cxt;
+	map->entrysize = entrysize;
+	return map;
+}
+
+/*
+ * resource_map_lookup
+ *		The entry for resource, or NULL.
+ */
+void *
+resource_map_lookup(ResourceMap *map, const char *resource)
+{
+	return hash_search(map->htab, &resource, HASH_FIND, NULL);
+}
+
+/*
+ * resource_map_enter
+ *		The entry for resource, made if missing; *found says which.  A new
+ *		entry has its key set and the rest of it zeroed.
+ */
+void *
+resource_map_enter(ResourceMap *map, const char *resource, bool *found)
+{
+	ResourceMapKey *entry;
+
+	entry = hash_search(map->htab, &resource, HASH_ENTER, found);
+	if (!*found)
+	{
+		memset(((char *) entry) + sizeof(ResourceMapKey), 0,
+			   map->entrysize - sizeof(ResourceMapKey));
+		entry->resource = MemoryContextStrdup(map->cxt, resource);
+	}
+	return entry;
+}
+
+/*
+ * resource_map_remove
+ *		Drop the entry for resource, if any, and its copy of the name.
+ */
+void
+resource_map_remove(ResourceMap *map, const char *resource)
+{
+	ResourceMapKey *entry;
+
+	entry = hash_search(map->htab, &resource, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		char	   *copy = entry->resource;
+
+		hash_search(map->htab, &resource, HASH_REMOVE, NULL);
+		pfree(copy);
+	}
+}
+
+/*
+ * resource_map_destroy
+ *		Free the map and every name in it.
+ */
+void
+resource_map_destroy(ResourceMap *map)
+{
+	HASH_SEQ_STATUS status;
+	ResourceMapKey *entry;
+
+	hash_seq_init(&status, map->htab);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		pfree(entry->resource);
+	hash_destroy(map->htab);
+	pfree(map);
+}
