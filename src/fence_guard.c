@@ -340,11 +340,23 @@ guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 	return buf.data;
 }
 
-/* Reject a write that carries no token. */
+/*
+ * Reject a write that carries no token: the statement set the token column
+ * to NULL, or did not set it and nothing was declared.  resource is NULL
+ * in row scope.
+ */
 static void
 guard_no_token(const char *resource, Trigger *trigger, Relation rel,
-			   const char *column)
+			   const char *column, bool set_to_null)
 {
+	if (set_to_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCE_TOKEN_MISSING),
+				 resource ?
+				 errmsg("fence token of write to resource \"%s\" is null", resource) :
+				 errmsg("fence token of write to table \"%s\" is null",
+						RelationGetRelationName(rel)),
+				 errdetail("The statement set column \"%s\" to null.", column)));
 	if (resource == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCE_TOKEN_MISSING),
@@ -361,24 +373,29 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 }
 
 /*
- * The token a write to resource carries: the statement's (a NULL one is no
- * token), or the declared one; false if neither.
+ * The token a write to resource carries: the statement's, or if the
+ * statement does not set the column the declared one.  Rejects the write
+ * if there is neither.
  */
-static bool
+static FenceToken
 guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
-			AttrNumber attnum, TupleDesc tupdesc, FenceToken *token)
+			Trigger *trigger, Relation rel, AttrNumber attnum)
 {
+	FenceToken	token;
+
 	if (statement_sets)
 	{
 		bool		isnull;
-		Datum		value = heap_getattr(newtuple, attnum, tupdesc, &isnull);
+		Datum		value = heap_getattr(newtuple, attnum,
+										 RelationGetDescr(rel), &isnull);
 
 		if (isnull)
-			return false;
-		*token = DatumGetFenceToken(value);
-		return true;
+			guard_no_token(resource, trigger, rel, trigger->tgargs[0], true);
+		return DatumGetFenceToken(value);
 	}
-	return resource != NULL && declared_lookup(resource, token);
+	if (resource == NULL || !declared_lookup(resource, &token))
+		guard_no_token(resource, trigger, rel, trigger->tgargs[0], false);
+	return token;
 }
 
 /* Write token into the token column of tuple. */
@@ -402,7 +419,6 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 	Trigger    *trigger = trigdata->tg_trigger;
 	Relation	rel = trigdata->tg_relation;
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	const char *column = trigger->tgargs[0];
 	HeapTuple	newtuple;
 	FenceToken	token;
 	Datum		old;
@@ -419,18 +435,16 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 	{
 		newtuple = trigdata->tg_trigtuple;
-		if (!guard_token(NULL, true, newtuple, config->token_attnum, tupdesc,
-						 &token))
-			guard_no_token(NULL, trigger, rel, column);
+		if (heap_attisnull(newtuple, config->token_attnum, tupdesc))
+			guard_no_token(NULL, trigger, rel, trigger->tgargs[0], false);
 		return newtuple;
 	}
 
 	newtuple = trigdata->tg_newtuple;
-	if (!bms_is_member(config->token_attnum - FirstLowInvalidHeapAttributeNumber,
-					   trigdata->tg_updatedcols) ||
-		!guard_token(NULL, true, newtuple, config->token_attnum, tupdesc,
-					 &token))
-		guard_no_token(NULL, trigger, rel, column);
+	token = guard_token(NULL,
+						bms_is_member(config->token_attnum - FirstLowInvalidHeapAttributeNumber,
+									  trigdata->tg_updatedcols),
+						newtuple, trigger, rel, config->token_attnum);
 
 	old = heap_getattr(trigdata->tg_trigtuple, config->token_attnum, tupdesc,
 					   &oldnull);
@@ -464,7 +478,6 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	Trigger    *trigger = trigdata->tg_trigger;
 	Relation	rel = trigdata->tg_relation;
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	const char *column = trigger->tgargs[0];
 	AttrNumber	attnum = config->token_attnum;
 	TriggerEvent event = trigdata->tg_event;
 	HeapTuple	oldtuple = trigdata->tg_trigtuple;
@@ -483,8 +496,9 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 			moving_row.relid == RelationGetRelid(rel) &&
 			ItemPointerEquals(&moving_row.tid, &oldtuple->t_self))
 			old_token = moving_row.token;
-		else if (!declared_lookup(old_resource, &old_token))
-			guard_no_token(old_resource, trigger, rel, column);
+		else
+			old_token = guard_token(old_resource, false, NULL, trigger, rel,
+									attnum);
 		moving_row.valid = false;
 		marks_check(config->extnsp, old_resource, old_token, config->strict);
 		return oldtuple;
@@ -504,9 +518,8 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	}
 	new_resource = guard_resource(config, trigger, newtuple, tupdesc);
 
-	if (!guard_token(new_resource, statement_sets, newtuple, attnum, tupdesc,
-					 &new_token))
-		guard_no_token(new_resource, trigger, rel, column);
+	new_token = guard_token(new_resource, statement_sets, newtuple, trigger,
+							rel, attnum);
 	if (!statement_sets)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
@@ -519,9 +532,8 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		 * allowed on both.  Lock the marks in a fixed order, so that two
 		 * rows moving opposite ways cannot deadlock on them.
 		 */
-		if (!guard_token(old_resource, statement_sets, newtuple, attnum,
-						 tupdesc, &old_token))
-			guard_no_token(old_resource, trigger, rel, column);
+		old_token = guard_token(old_resource, statement_sets, newtuple,
+								trigger, rel, attnum);
 		if (strcmp(old_resource, new_resource) < 0)
 		{
 			marks_check(config->extnsp, old_resource, old_token, config->strict);

@@ -1,0 +1,328 @@
+-- fence_guard(): the trigger, its arguments, and every write path
+
+-- misconfigured triggers are refused at the first write, naming the trigger
+CREATE TABLE t (id int PRIMARY KEY, k int, tok fence_token, n bigint, val text);
+CREATE TRIGGER g_after AFTER INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_after ON t;
+CREATE TRIGGER g_stmt BEFORE INSERT ON t
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_guard('tok');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_stmt ON t;
+CREATE TRIGGER g_noargs BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard();
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_noargs ON t;
+CREATE TRIGGER g_nocol BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('token');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_nocol ON t;
+CREATE TRIGGER g_syscol BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('ctid');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_syscol ON t;
+CREATE TRIGGER g_type BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('n');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_type ON t;
+CREATE TRIGGER g_tplcol BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{nope}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_tplcol ON t;
+CREATE TRIGGER g_tplopen BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{k');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_tplopen ON t;
+CREATE TRIGGER g_tplempty BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_tplempty ON t;
+CREATE TRIGGER g_tplclose BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_tplclose ON t;
+CREATE TRIGGER g_tplnest BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{{k}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_tplnest ON t;
+CREATE TRIGGER g_tpltok BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{tok}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_tpltok ON t;
+CREATE TRIGGER g_option BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{k}', 'stirct');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_option ON t;
+CREATE TRIGGER g_rowdelete BEFORE DELETE ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok');
+INSERT INTO t VALUES (1, 1, 1);
+DELETE FROM t;
+DROP TRIGGER g_rowdelete ON t;
+CREATE TRIGGER g_truncate BEFORE TRUNCATE ON t
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_guard('tok');
+TRUNCATE t;
+DROP TRIGGER g_truncate ON t;
+SELECT fence_guard();
+-- only the INSERT that no trigger guarded wrote anything
+SELECT * FROM t;
+DROP TABLE t;
+
+-- row scope: the row is the resource, its token column its mark
+CREATE TABLE accounts (id int PRIMARY KEY, tok fence_token, balance int);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON accounts
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok');
+INSERT INTO accounts VALUES (1, 33, 100);
+-- an insert must carry a token
+INSERT INTO accounts (id, balance) VALUES (2, 0);
+\echo :LAST_ERROR_SQLSTATE
+-- higher and equal tokens pass
+UPDATE accounts SET balance = 110, tok = 34 WHERE id = 1;
+UPDATE accounts SET balance = 120, tok = 34 WHERE id = 1;
+-- a lower one is rejected and changes nothing
+UPDATE accounts SET balance = 0, tok = 33 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+-- an UPDATE that does not assign the token cannot pass on the old one
+UPDATE accounts SET balance = 0 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+UPDATE accounts SET balance = 0, tok = NULL WHERE id = 1;
+-- assigning the column its own value is assigning it
+UPDATE accounts SET balance = 130, tok = tok WHERE id = 1;
+SELECT * FROM accounts;
+-- rows that predate the trigger with no token take any token
+ALTER TABLE accounts DISABLE TRIGGER fence;
+INSERT INTO accounts VALUES (3, NULL, 5);
+ALTER TABLE accounts ENABLE TRIGGER fence;
+UPDATE accounts SET tok = 1 WHERE id = 3;
+-- strict: equal tokens are rejected too
+CREATE TRIGGER fence_strict BEFORE UPDATE ON accounts
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '', 'strict');
+UPDATE accounts SET balance = 140, tok = 34 WHERE id = 1;
+UPDATE accounts SET balance = 140, tok = 35 WHERE id = 1;
+SELECT * FROM accounts ORDER BY id;
+DROP TABLE accounts;
+
+-- resource scope: a named mark shared across rows and tables
+CREATE TABLE orders (order_id int PRIMARY KEY, tok fence_token, status text);
+CREATE TABLE order_items (order_id int, line int, tok fence_token, qty int,
+	PRIMARY KEY (order_id, line));
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON orders
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{order_id}');
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON order_items
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{order_id}');
+-- the first write creates the mark
+INSERT INTO orders VALUES (42, 33, 'new');
+SELECT resource, token FROM fence_marks ORDER BY resource;
+-- a later holder raises it from another table
+INSERT INTO order_items VALUES (42, 1, 34, 1);
+SELECT fence_mark('order:42');
+-- and the earlier holder is fenced out of both tables
+UPDATE orders SET status = 'paid', tok = 33 WHERE order_id = 42;
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO order_items VALUES (42, 2, 33, 1);
+-- equal tokens are the same holder writing again
+INSERT INTO order_items VALUES (42, 2, 34, 1);
+UPDATE orders SET status = 'paid', tok = 34 WHERE order_id = 42;
+-- an UPDATE that sets no token, with nothing declared, is rejected
+UPDATE orders SET status = 'shipped' WHERE order_id = 42;
+\echo :LAST_ERROR_SQLSTATE
+UPDATE orders SET status = 'shipped', tok = NULL WHERE order_id = 42;
+-- so is a DELETE, which has no token of its own
+DELETE FROM order_items WHERE order_id = 42 AND line = 2;
+SELECT * FROM orders;
+SELECT * FROM order_items ORDER BY line;
+-- other resources have their own marks
+INSERT INTO orders VALUES (43, 1, 'new');
+SELECT resource, token FROM fence_marks ORDER BY resource;
+
+-- declared tokens: stamped into rows that do not set one
+SELECT fence_use('order:42', 35);
+UPDATE orders SET status = 'shipped' WHERE order_id = 42;
+INSERT INTO order_items (order_id, line, qty) VALUES (42, 3, 7);
+SELECT * FROM orders ORDER BY order_id;
+SELECT * FROM order_items ORDER BY line;
+-- a token in the statement wins over the declared one
+INSERT INTO order_items VALUES (42, 4, 36, 1);
+SELECT fence_mark('order:42');
+-- now the declared token is stale, for DELETE too
+DELETE FROM order_items WHERE order_id = 42 AND line = 1;
+-- the declaration is per resource
+INSERT INTO orders (order_id, status) VALUES (44, 'new');
+SELECT fence_use('order:42', 36);
+DELETE FROM order_items WHERE order_id = 42 AND line = 1;
+SELECT * FROM fence_declared() ORDER BY resource;
+-- a NULL token withdraws the declaration
+SELECT fence_use('order:42', NULL);
+SELECT * FROM fence_declared() ORDER BY resource;
+UPDATE orders SET status = 'done' WHERE order_id = 42;
+-- a transaction-local declaration wins, and ends with the transaction
+SELECT fence_use('order:42', 36);
+BEGIN;
+SELECT fence_use('order:42', 37, is_local => true);
+SELECT * FROM fence_declared() ORDER BY is_local, resource;
+UPDATE orders SET status = 'done' WHERE order_id = 42;
+COMMIT;
+SELECT * FROM fence_declared() ORDER BY is_local, resource;
+SELECT fence_use('order:42', 1, is_local => true);
+SELECT fence_use(NULL, 1);
+SELECT fence_use('order:42', NULL);
+SELECT tok, status FROM orders WHERE order_id = 42;
+
+-- a NULL in a resource column names no resource
+ALTER TABLE order_items DROP CONSTRAINT order_items_pkey;
+ALTER TABLE order_items ALTER COLUMN order_id DROP NOT NULL;
+INSERT INTO order_items VALUES (NULL, 9, 99, 1);
+\echo :LAST_ERROR_SQLSTATE
+
+-- a raise rolls back with its transaction, and with its savepoint
+BEGIN;
+INSERT INTO orders VALUES (50, 10, 'new');
+SELECT fence_mark('order:50');
+ROLLBACK;
+SELECT fence_mark('order:50');
+BEGIN;
+INSERT INTO orders VALUES (50, 10, 'new');
+SAVEPOINT s;
+UPDATE orders SET tok = 20 WHERE order_id = 50;
+SELECT fence_mark('order:50');
+ROLLBACK TO SAVEPOINT s;
+SELECT fence_mark('order:50');
+-- the rolled-back raise is not remembered: writing 20 again raises again
+UPDATE orders SET tok = 20 WHERE order_id = 50;
+SELECT fence_mark('order:50');
+-- and tokens below the mark this transaction set are still refused
+UPDATE orders SET tok = 12 WHERE order_id = 50;
+ROLLBACK;
+SELECT fence_mark('order:50');
+
+-- an UPDATE that moves a row to another resource is checked against both
+INSERT INTO orders VALUES (60, 5, 'a');
+SELECT fence_advance('order:61', 8);
+-- 6 is fine for order:60 but stale for order:61
+UPDATE orders SET order_id = 61, tok = 6 WHERE order_id = 60;
+\echo :LAST_ERROR_SQLSTATE
+-- 9 is fine for both, and raises both
+UPDATE orders SET order_id = 61, tok = 9 WHERE order_id = 60;
+SELECT resource, token FROM fence_marks WHERE resource IN ('order:60', 'order:61')
+ORDER BY resource;
+-- without a token in the statement, each resource needs its declaration
+SELECT fence_use('order:61', 9);
+UPDATE orders SET order_id = 62 WHERE order_id = 61;
+SELECT fence_use('order:62', 9);
+UPDATE orders SET order_id = 62 WHERE order_id = 61;
+SELECT * FROM orders WHERE order_id >= 60;
+SELECT resource, token FROM fence_marks WHERE resource IN ('order:61', 'order:62')
+ORDER BY resource;
+
+-- INSERT ... ON CONFLICT DO UPDATE: both paths are fenced
+INSERT INTO orders VALUES (70, 5, 'a');
+INSERT INTO orders VALUES (70, 4, 'b')
+	ON CONFLICT (order_id) DO UPDATE SET status = excluded.status, tok = excluded.tok;
+-- DO UPDATE without the token does not pass on the row's token
+INSERT INTO orders VALUES (70, 6, 'c')
+	ON CONFLICT (order_id) DO UPDATE SET status = excluded.status;
+INSERT INTO orders VALUES (70, 6, 'd')
+	ON CONFLICT (order_id) DO UPDATE SET status = excluded.status, tok = excluded.tok;
+SELECT * FROM orders WHERE order_id = 70;
+
+-- MERGE fires the same row triggers for each action
+CREATE TABLE incoming (order_id int, tok fence_token, status text);
+INSERT INTO incoming VALUES (70, 7, 'merged'), (71, 1, 'new');
+MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
+	WHEN MATCHED THEN UPDATE SET status = i.status, tok = i.tok
+	WHEN NOT MATCHED THEN INSERT VALUES (i.order_id, i.tok, i.status);
+SELECT * FROM orders WHERE order_id IN (70, 71) ORDER BY order_id;
+UPDATE incoming SET tok = 6 WHERE order_id = 70;
+MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
+	WHEN MATCHED THEN UPDATE SET status = 'stale', tok = i.tok;
+MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
+	WHEN MATCHED THEN DELETE;
+SELECT fence_use('order:70', 7), fence_use('order:71', 1);
+MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
+	WHEN MATCHED THEN DELETE;
+SELECT * FROM orders WHERE order_id IN (70, 71);
+DROP TABLE incoming;
+
+-- COPY FROM: a stale row anywhere rejects the whole COPY
+COPY orders FROM stdin;
+80	1	a
+81	1	b
+\.
+COPY orders FROM stdin;
+82	1	c
+80	0	stale
+\.
+SELECT * FROM orders WHERE order_id >= 80 ORDER BY order_id;
+
+-- several placeholders make a composite resource; braces can be doubled
+CREATE TABLE cells (sheet text, r int, c int, tok fence_token, v text);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON cells
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '{{cell}}:{sheet}/{r}/{c}');
+INSERT INTO cells VALUES ('s1', 1, 2, 3, 'x');
+SELECT resource, token FROM fence_marks WHERE resource LIKE '{cell}%';
+DROP TABLE cells;
+
+-- a template without placeholders makes the whole table one resource
+CREATE TABLE config (k text PRIMARY KEY, tok fence_token, v text);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON config
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'config');
+INSERT INTO config VALUES ('a', 5, '1'), ('b', 5, '2');
+INSERT INTO config VALUES ('c', 4, '3');
+SELECT fence_mark('config');
+DROP TABLE config;
+
+-- strict resource scope: equal tokens from earlier transactions are stale,
+-- many rows with one token in one transaction are not
+CREATE TABLE ledger (id int, acct int, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON ledger
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'acct:{acct}', 'strict');
+INSERT INTO ledger SELECT g, 1, 10 FROM generate_series(1, 3) g;
+INSERT INTO ledger VALUES (4, 1, 10);
+INSERT INTO ledger VALUES (4, 1, 11);
+SELECT count(*), max(tok) FROM ledger;
+DROP TABLE ledger;
+
+-- partitioned tables: the trigger on the parent guards every partition
+CREATE TABLE events (region int, id int, tok fence_token, v text)
+	PARTITION BY LIST (region);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES IN (1);
+CREATE TABLE events_2 PARTITION OF events FOR VALUES IN (2);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON events
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'event:{id}');
+CREATE TABLE events_3 PARTITION OF events FOR VALUES IN (3);
+INSERT INTO events VALUES (1, 1, 10, 'a'), (3, 3, 10, 'c');
+INSERT INTO events_1 VALUES (1, 1, 9, 'direct, stale');
+INSERT INTO events_3 VALUES (3, 3, 9, 'direct, stale');
+-- a row moving between partitions: a stale token is refused...
+UPDATE events SET region = 2, tok = 9 WHERE id = 1;
+-- ...a fresh one moves it, checked on both sides of the move
+UPDATE events SET region = 2, tok = 11, v = 'moved' WHERE id = 1;
+SELECT tableoid::regclass, * FROM events ORDER BY id;
+SELECT fence_use('event:1', 11);
+UPDATE events SET region = 1 WHERE id = 1;
+SELECT tableoid::regclass, * FROM events ORDER BY id;
+DROP TABLE events;
+
+-- fence_advance raises by hand and never lowers; fence_forget forgets
+SELECT fence_advance('order:42', 100);
+SELECT fence_advance('order:42', 50);
+UPDATE orders SET status = 'late', tok = 99 WHERE order_id = 42;
+SELECT fence_advance('new:resource', 7);
+SELECT fence_mark('new:resource');
+SELECT fence_forget('new:resource');
+SELECT fence_forget('new:resource');
+SELECT fence_mark('new:resource');
+SELECT fence_advance(NULL, 1);
+
+-- TRUNCATE fires no row triggers; fence_truncate_guard refuses it
+CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON orders
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
+TRUNCATE orders;
+SELECT count(*) > 0 AS rows_kept FROM orders;
+CREATE TRIGGER fence_truncate_row BEFORE INSERT ON orders
+	FOR EACH ROW EXECUTE FUNCTION fence_truncate_guard();
+INSERT INTO orders VALUES (90, 1000, 'x');
+SELECT fence_truncate_guard();
+
+DROP TABLE orders, order_items;
+DELETE FROM fence_high_water;
