@@ -4,22 +4,31 @@
  *	  High-water marks: the highest token accepted per resource.
  *
  * The marks live in the extension's table fence_high_water, one row per
- * resource.  A write with token T to resource R claims R's row with
+ * resource.  A write with token T to resource R finds the newest version
+ * of R's row and
  *
- *	  INSERT ... ON CONFLICT (resource) DO UPDATE SET token = T
- *		  WHERE fence_high_water.token < T
+ * - if the mark is below T, updates it to T;
+ * - if it is at or above T, locks it (FOR NO KEY UPDATE) and compares;
+ * - if there is none, inserts it.
  *
- * which either creates the mark, raises it, or finds it at or above T;
- * in every case the row is then locked by the writing transaction until it
- * ends.  Two writers of one resource therefore serialize on that row
- * lock, the later one sees the earlier one's committed mark, and a
- * rollback takes the raise back with it.  Under REPEATABLE READ and
- * SERIALIZABLE a mark moved by a concurrent transaction is a serialization
- * failure, as for any row.
+ * In every case the row stays locked by the writing transaction until it
+ * ends.  Two writers of one resource therefore serialize on that row, the
+ * later one sees the earlier one's committed mark, and a rollback takes
+ * the raise back with it.  This is what INSERT ... ON CONFLICT DO UPDATE
+ * ... WHERE mark < T does, done here on the heap and the index directly:
+ * going through SPI and the executor cost several times the write being
+ * checked.  As ON CONFLICT does, a mark moved by a transaction that our
+ * REPEATABLE READ or SERIALIZABLE snapshot cannot see is a serialization
+ * failure.
  *
- * The marks table is not writable by the users whose writes are checked:
- * the statements run as the table's owner, with a fixed, schema-qualified
- * text, the way the referential integrity triggers do.
+ * Two first writes to one resource must not both insert: before inserting,
+ * a writer takes a heavyweight lock on the resource name's hash and looks
+ * again, holding the lock until its row is in the index, where the second
+ * writer's look finds it and waits for the first to commit.
+ *
+ * Access to the marks table goes around its privileges on purpose: the
+ * users whose writes are checked must not be able to write it, yet the
+ * trigger they fire raises marks.  Nothing but this file writes it.
  *
  * Once a transaction has checked and locked a resource at token T, later
  * rows of that resource with token T cannot fail (nobody else can move the
@@ -35,48 +44,104 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "marks.h"
 #include "miscadmin.h"
-#include "resource_map.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #define MARKS_TABLE "fence_high_water"
 
-typedef struct CheckedEntry
-{
-	ResourceMapKey key;
-	FenceToken	token;			/* the mark, locked by this transaction */
-	SubTransactionId subid;		/* subtransaction that took the lock */
-} CheckedEntry;
-
-/* Marks checked and locked in this transaction. */
-static ResourceMap *checked = NULL;
-static MemoryContext checked_cxt = NULL;
-static SubTransactionId checked_latest_subid = InvalidSubTransactionId;
+/* Columns of the marks table. */
+#define Anum_mark_resource	1
+#define Anum_mark_token		2
+#define Anum_mark_moved_at	3
+#define Natts_mark			3
 
 /*
- * Prepared statements, for the extension schema and token type they were
- * made for (a dropped and re-created extension has a new type).
+ * Field 4 of the advisory lock tag that serializes first inserts of a
+ * resource's mark.  pg_advisory_lock() uses 1 and 2, so ours cannot
+ * collide with an application's advisory locks.
  */
-static Oid	plans_nsp = InvalidOid;
-static Oid	plans_token_type = InvalidOid;
-static SPIPlanPtr claim_plan = NULL;
-static SPIPlanPtr read_plan = NULL;
-static SPIPlanPtr advance_plan = NULL;
-static SPIPlanPtr forget_plan = NULL;
+#define MARK_INSERT_LOCK_FIELD4 0xFE4C
+
+/*
+ * The per-transaction cache is direct-mapped: a fixed number of slots, a
+ * resource goes in the slot its hash picks, and a newcomer evicts the
+ * previous occupant, which only costs that resource a lookup later.  Bulk
+ * writes repeat one resource (or a few) row after row, which this serves;
+ * a statement touching a million resources once each would only fill and
+ * grow a hash table for nothing.
+ */
+#define CHECKED_SLOTS 256
+
+typedef struct CheckedSlot
+{
+	char	   *resource;		/* NULL if the slot is free */
+	uint32		hash;
+	FenceToken	token;			/* the mark, locked by this transaction */
+	SubTransactionId subid;		/* subtransaction that took the lock */
+} CheckedSlot;
+
+/* The marks table and its primary key index, open for one operation. */
+typedef struct MarksRel
+{
+	Relation	heap;
+	Relation	index;
+	Datum		key;			/* the resource, as text */
+	const char *resource;
+} MarksRel;
+
+/* What marks_claim should do with the mark it finds. */
+typedef enum ClaimMode
+{
+	CLAIM_CHECK,				/* raise to the token, or reject if above */
+	CLAIM_CHECK_STRICT,			/* the same, rejecting an equal mark too */
+	CLAIM_ADVANCE				/* raise to the token, never reject */
+} ClaimMode;
+
+/* Marks checked and locked in this transaction; names in checked_cxt. */
+static CheckedSlot checked[CHECKED_SLOTS];
+static int	checked_count = 0;
+static MemoryContext checked_cxt = NULL;
 
 PG_FUNCTION_INFO_V1(fence_mark);
 PG_FUNCTION_INFO_V1(fence_advance);
 PG_FUNCTION_INFO_V1(fence_forget);
+
+/*
+ * Where the marks table and its index are, for the schema last asked
+ * about; forgotten when either changes.
+ */
+static Oid	marks_nsp = InvalidOid;
+static Oid	marks_relid = InvalidOid;
+static Oid	marks_indexid = InvalidOid;
+
+static void
+marks_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == marks_relid || relid == marks_indexid)
+		marks_nsp = marks_relid = marks_indexid = InvalidOid;
+}
 
 static void
 marks_xact_callback(XactEvent event, void *arg)
@@ -88,46 +153,51 @@ marks_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			if (checked != NULL)
+			if (checked_count > 0)
 			{
-				checked = NULL;
+				memset(checked, 0, sizeof(checked));
+				checked_count = 0;
 				MemoryContextReset(checked_cxt);
 			}
-			checked_latest_subid = InvalidSubTransactionId;
 			break;
 		default:
 			break;
 	}
 }
 
+/* Empty one slot of the cache. */
+static void
+checked_clear(CheckedSlot *slot)
+{
+	pfree(slot->resource);
+	slot->resource = NULL;
+	checked_count--;
+}
+
 /*
  * Move the entries of a committed subtransaction to its parent, and drop
- * those of one that rolled back.  Only subtransactions at or after the
- * newest entry's can own entries, so most ends cost nothing.
+ * those of one that rolled back.
  */
 static void
 marks_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					   SubTransactionId parentSubid, void *arg)
 {
-	HASH_SEQ_STATUS status;
-	CheckedEntry *entry;
+	int			i;
 
-	if (checked == NULL || checked_latest_subid < mySubid)
+	if (checked_count == 0)
 		return;
 	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
 		return;
 
-	hash_seq_init(&status, checked->htab);
-	while ((entry = hash_seq_search(&status)) != NULL)
+	for (i = 0; i < CHECKED_SLOTS; i++)
 	{
-		if (entry->subid != mySubid)
+		if (checked[i].resource == NULL || checked[i].subid != mySubid)
 			continue;
 		if (event == SUBXACT_EVENT_COMMIT_SUB)
-			entry->subid = parentSubid;
+			checked[i].subid = parentSubid;
 		else
-			resource_map_remove(checked, entry->key.resource);
+			checked_clear(&checked[i]);
 	}
-	checked_latest_subid = parentSubid;
 }
 
 /*
@@ -139,179 +209,304 @@ marks_init(void)
 {
 	RegisterXactCallback(marks_xact_callback, NULL);
 	RegisterSubXactCallback(marks_subxact_callback, NULL);
+	CacheRegisterRelcacheCallback(marks_relcache_callback, (Datum) 0);
+}
+
+static uint32
+checked_hash(const char *resource)
+{
+	return hash_bytes((const unsigned char *) resource, strlen(resource));
+}
+
+/* The cache slot holding resource, or NULL. */
+static CheckedSlot *
+checked_lookup(const char *resource, uint32 hash)
+{
+	CheckedSlot *slot = &checked[hash % CHECKED_SLOTS];
+
+	if (slot->resource != NULL && slot->hash == hash &&
+		strcmp(slot->resource, resource) == 0)
+		return slot;
+	return NULL;
 }
 
 static void
-checked_remember(const char *resource, FenceToken token)
+checked_remember(const char *resource, uint32 hash, FenceToken token)
 {
-	CheckedEntry *entry;
-	bool		found;
+	CheckedSlot *slot = &checked[hash % CHECKED_SLOTS];
 
-	if (checked == NULL)
-	{
-		if (checked_cxt == NULL)
-			checked_cxt = AllocSetContextCreate(TopMemoryContext,
-												"fencing checked marks",
-												ALLOCSET_DEFAULT_SIZES);
-		checked = resource_map_create("fencing checked marks",
-									  sizeof(CheckedEntry), checked_cxt);
-	}
-	entry = resource_map_enter(checked, resource, &found);
-	entry->token = token;
-	entry->subid = GetCurrentSubTransactionId();
-	checked_latest_subid = entry->subid;
+	if (checked_cxt == NULL)
+		checked_cxt = AllocSetContextCreate(TopMemoryContext,
+											"fencing checked marks",
+											ALLOCSET_DEFAULT_SIZES);
+	if (slot->resource != NULL)
+		checked_clear(slot);
+	slot->resource = MemoryContextStrdup(checked_cxt, resource);
+	slot->hash = hash;
+	slot->token = token;
+	slot->subid = GetCurrentSubTransactionId();
+	checked_count++;
 }
 
 static void
 checked_forget(const char *resource)
 {
-	if (checked != NULL)
-		resource_map_remove(checked, resource);
-}
+	CheckedSlot *slot = checked_lookup(resource, checked_hash(resource));
 
-/* Prepare and keep one statement over the marks table. */
-static SPIPlanPtr
-marks_prepare(const char *query, int nargs, Oid *argtypes)
-{
-	SPIPlanPtr	plan = SPI_prepare(query, nargs, argtypes);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 query, SPI_result_code_string(SPI_result));
-	SPI_keepplan(plan);
-	return plan;
+	if (slot != NULL)
+		checked_clear(slot);
 }
 
 /*
- * Make the prepared statements for the extension installed in extnsp.
- * Every name is schema-qualified, so the caller's search_path plays no
- * part.  Must be called inside SPI.
+ * Open the marks table of the extension installed in extnsp.  Locks are
+ * kept to the end of the transaction, as for any table written.
  */
 static void
-marks_prepare_plans(Oid extnsp, Oid token_type)
+marks_open(MarksRel *m, Oid extnsp, const char *resource, LOCKMODE lockmode)
 {
-	char	   *nsp = get_namespace_name(extnsp);
-	const char *table;
-	const char *lt;
-	Oid			argtypes[2];
-	StringInfoData q;
+	if (marks_nsp != extnsp)
+	{
+		marks_relid = get_relname_relid(MARKS_TABLE, extnsp);
+		if (!OidIsValid(marks_relid))
+			elog(ERROR, "table %s not found in schema %u", MARKS_TABLE, extnsp);
+		m->heap = table_open(marks_relid, lockmode);
+		marks_indexid = RelationGetPrimaryKeyIndex(m->heap);
+		if (!OidIsValid(marks_indexid) ||
+			RelationGetDescr(m->heap)->natts != Natts_mark)
+			elog(ERROR, "table %s has an unexpected shape", MARKS_TABLE);
+		marks_nsp = extnsp;
+	}
+	else
+		m->heap = table_open(marks_relid, lockmode);
+	m->index = index_open(marks_indexid, lockmode);
+	m->resource = resource;
+	m->key = CStringGetTextDatum(resource);
+}
 
-	if (nsp == NULL)
-		elog(ERROR, "cache lookup failed for namespace %u", extnsp);
-
-	table = quote_qualified_identifier(nsp, MARKS_TABLE);
-	lt = psprintf("OPERATOR(%s.<)", quote_identifier(nsp));
-	argtypes[0] = TEXTOID;
-	argtypes[1] = token_type;
-
-	if (claim_plan)
-		SPI_freeplan(claim_plan);
-	if (read_plan)
-		SPI_freeplan(read_plan);
-	if (advance_plan)
-		SPI_freeplan(advance_plan);
-	if (forget_plan)
-		SPI_freeplan(forget_plan);
-	claim_plan = read_plan = advance_plan = forget_plan = NULL;
-	plans_nsp = InvalidOid;
-
-	initStringInfo(&q);
-	appendStringInfo(&q,
-					 "INSERT INTO %s AS m (resource, token, moved_at) "
-					 "VALUES ($1, $2, pg_catalog.now()) "
-					 "ON CONFLICT (resource) DO UPDATE "
-					 "SET token = excluded.token, moved_at = excluded.moved_at "
-					 "WHERE m.token %s excluded.token",
-					 table, lt);
-	claim_plan = marks_prepare(q.data, 2, argtypes);
-
-	resetStringInfo(&q);
-	appendStringInfo(&q, "SELECT token FROM %s WHERE resource = $1", table);
-	read_plan = marks_prepare(q.data, 1, argtypes);
-
-	resetStringInfo(&q);
-	appendStringInfo(&q,
-					 "INSERT INTO %s AS m (resource, token, moved_at) "
-					 "VALUES ($1, $2, pg_catalog.now()) "
-					 "ON CONFLICT (resource) DO UPDATE "
-					 "SET token = excluded.token, moved_at = excluded.moved_at "
-					 "WHERE m.token %s excluded.token "
-					 "RETURNING token",
-					 table, lt);
-	advance_plan = marks_prepare(q.data, 2, argtypes);
-
-	resetStringInfo(&q);
-	appendStringInfo(&q, "DELETE FROM %s WHERE resource = $1 RETURNING token",
-					 table);
-	forget_plan = marks_prepare(q.data, 1, argtypes);
-
-	plans_nsp = extnsp;
-	plans_token_type = token_type;
+static void
+marks_close(MarksRel *m)
+{
+	index_close(m->index, NoLock);
+	table_close(m->heap, NoLock);
 }
 
 /*
- * Connect to SPI with the statements ready, acting as the marks table's
- * owner.  *save_userid and *save_sec_context receive what to restore.
+ * Find the newest version of the resource's mark, with a dirty snapshot so
+ * that uncommitted versions are seen too, and wait for any transaction
+ * still writing it.  On true, tuple is a copy of the row's latest
+ * committed (or our own) version.
  */
-static void
-marks_begin(Oid extnsp, Oid *save_userid, int *save_sec_context)
-{
-	Oid			relid = get_relname_relid(MARKS_TABLE, extnsp);
-	Oid			token_type;
-	HeapTuple	tuple;
-	Oid			owner;
-
-	token_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-								 CStringGetDatum("fence_token"),
-								 ObjectIdGetDatum(extnsp));
-	if (!OidIsValid(relid) || !OidIsValid(token_type))
-		elog(ERROR, "fencing objects not found in schema %u", extnsp);
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-
-	GetUserIdAndSecContext(save_userid, save_sec_context);
-	SetUserIdAndSecContext(owner, *save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_NOFORCE_RLS);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (plans_nsp != extnsp || plans_token_type != token_type)
-		marks_prepare_plans(extnsp, token_type);
-}
-
-static void
-marks_end(Oid save_userid, int save_sec_context)
-{
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-}
-
-/* Run a prepared statement; the token of its first row, if it returns one. */
 static bool
-marks_run(SPIPlanPtr plan, const char *resource, FenceToken token,
-		  bool read_only, int expected, FenceToken *result)
+marks_find(MarksRel *m, HeapTuple *tuple)
 {
-	Datum		args[2];
-	int			rc;
-	bool		isnull;
+	for (;;)
+	{
+		SnapshotData dirty;
+		ScanKeyData skey;
+		IndexScanDesc scan;
+		TupleTableSlot *slot;
+		TransactionId wait_for = InvalidTransactionId;
+		ItemPointerData tid;
+		bool		found;
 
-	args[0] = CStringGetTextDatum(resource);
-	args[1] = FenceTokenGetDatum(token);
-	rc = SPI_execute_plan(plan, args, NULL, read_only, 1);
-	if (rc != expected)
-		elog(ERROR, "SPI_execute_plan returned %s",
-			 SPI_result_code_string(rc));
-	if (SPI_processed == 0 || SPI_tuptable == NULL || result == NULL)
-		return SPI_processed > 0;
-	*result = DatumGetFenceToken(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 1,
-											   &isnull));
-	Assert(!isnull);
+		InitDirtySnapshot(dirty);
+		ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m->key);
+		slot = table_slot_create(m->heap, NULL);
+		scan = index_beginscan(m->heap, m->index, &dirty, 1, 0);
+		index_rescan(scan, &skey, 1, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, slot);
+		if (found)
+		{
+			tid = slot->tts_tid;
+			if (TransactionIdIsValid(dirty.xmin))
+				wait_for = dirty.xmin;
+			else if (TransactionIdIsValid(dirty.xmax))
+				wait_for = dirty.xmax;
+			else
+				*tuple = ExecCopySlotHeapTuple(slot);
+		}
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+
+		if (!TransactionIdIsValid(wait_for))
+			return found;
+		XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
+	}
+}
+
+/*
+ * A mark our snapshot cannot see was written by a transaction that
+ * committed after it began: under REPEATABLE READ or SERIALIZABLE that is
+ * a serialization failure, as for any row updated concurrently.
+ */
+static void
+marks_check_visible(MarksRel *m, HeapTuple tuple)
+{
+	if (!IsolationUsesXactSnapshot())
+		return;
+	if (TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
+		return;
+	if (!HeapTupleSatisfiesVisibility(tuple, GetActiveSnapshot(), InvalidBuffer))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update of the mark of resource \"%s\"",
+						m->resource)));
+}
+
+/* The concurrent update of a mark under a transaction snapshot. */
+static void
+marks_serialization_failure(MarksRel *m)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update of the mark of resource \"%s\"",
+					m->resource)));
+}
+
+static HeapTuple
+marks_form(MarksRel *m, FenceToken token)
+{
+	Datum		values[Natts_mark];
+	bool		nulls[Natts_mark] = {false, false, false};
+
+	values[Anum_mark_resource - 1] = m->key;
+	values[Anum_mark_token - 1] = FenceTokenGetDatum(token);
+	values[Anum_mark_moved_at - 1] =
+		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	return heap_form_tuple(RelationGetDescr(m->heap), values, nulls);
+}
+
+static void
+marks_index_insert(MarksRel *m, HeapTuple tuple, bool unchanged)
+{
+	static Oid	info_indexid = InvalidOid;
+	static IndexInfo *info = NULL;
+	bool		isnull = false;
+
+	if (info_indexid != RelationGetRelid(m->index))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(CacheMemoryContext);
+
+		info = BuildIndexInfo(m->index);
+		info_indexid = RelationGetRelid(m->index);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	index_insert(m->index, &m->key, &isnull, &tuple->t_self, m->heap,
+				 UNIQUE_CHECK_YES, unchanged, info);
+}
+
+static FenceToken
+marks_token_of(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		token = heap_getattr(tuple, Anum_mark_token,
+									 RelationGetDescr(m->heap), &isnull);
+
+	if (isnull)
+		elog(ERROR, "high-water mark of resource \"%s\" is null", m->resource);
+	return DatumGetFenceToken(token);
+}
+
+/*
+ * marks_claim
+ *		Create, raise or lock the mark of m's resource for token.
+ *
+ * Returns true when the write is accepted, with the mark at token and
+ * locked by this transaction; false when the mark is above token (or
+ * equal, in strict mode), with *mark set and the row still locked.
+ */
+static bool
+marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark)
+{
+	bool		insert_locked = false;
+	LOCKTAG		insert_tag;
+
+	for (;;)
+	{
+		HeapTuple	tuple;
+		TM_Result	result;
+		TM_FailureData tmfd;
+
+		if (!marks_find(m, &tuple))
+		{
+			if (!insert_locked)
+			{
+				uint64		h = hash_bytes_extended((const unsigned char *) m->resource,
+													strlen(m->resource), 0);
+
+				SET_LOCKTAG_ADVISORY(insert_tag, MyDatabaseId, (uint32) (h >> 32),
+									 (uint32) h, MARK_INSERT_LOCK_FIELD4);
+				(void) LockAcquire(&insert_tag, ExclusiveLock, false, false);
+				insert_locked = true;
+				continue;		/* look again, now that no one else can insert */
+			}
+			tuple = marks_form(m, token);
+			heap_insert(m->heap, tuple, GetCurrentCommandId(true), 0, NULL);
+			marks_index_insert(m, tuple, false);
+
+			/*
+			 * From here on a second inserter's dirty look finds our row and
+			 * waits for our transaction, so the lock has done its work.  Held
+			 * to the end, one lock per new resource would exhaust the lock
+			 * table in a bulk load.
+			 */
+			LockRelease(&insert_tag, ExclusiveLock, false);
+			*mark = token;
+			break;
+		}
+		if (insert_locked)
+		{
+			LockRelease(&insert_tag, ExclusiveLock, false);
+			insert_locked = false;
+		}
+
+		marks_check_visible(m, tuple);
+		*mark = marks_token_of(m, tuple);
+
+		if (*mark < token)
+		{
+			HeapTuple	newtuple = marks_form(m, token);
+			LockTupleMode lockmode;
+
+			result = heap_update(m->heap, &tuple->t_self, newtuple,
+								 GetCurrentCommandId(true), InvalidSnapshot,
+								 true, &tmfd, &lockmode);
+			if (result == TM_Ok)
+			{
+				if (!HeapTupleIsHeapOnly(newtuple))
+					marks_index_insert(m, newtuple, true);
+				*mark = token;
+				break;
+			}
+		}
+		else
+		{
+			Buffer		buffer;
+			HeapTupleData locked;
+
+			locked.t_self = tuple->t_self;
+			result = heap_lock_tuple(m->heap, &locked, GetCurrentCommandId(true),
+									 LockTupleNoKeyExclusive, LockWaitBlock,
+									 false, &buffer, &tmfd);
+			if (BufferIsValid(buffer))
+				ReleaseBuffer(buffer);
+			if (result == TM_Ok)
+			{
+				CommandCounterIncrement();
+				return *mark == token && mode != CLAIM_CHECK_STRICT;
+			}
+		}
+
+		/* Someone moved or deleted the mark between our look and our lock. */
+		if (result != TM_Updated && result != TM_Deleted)
+			elog(ERROR, "unexpected result %d writing high-water mark of resource \"%s\"",
+				 (int) result, m->resource);
+		if (IsolationUsesXactSnapshot())
+			marks_serialization_failure(m);
+	}
+
+	/* Later lookups in this transaction must see what we wrote. */
+	CommandCounterIncrement();
 	return true;
 }
 
@@ -327,40 +522,23 @@ marks_run(SPIPlanPtr plan, const char *resource, FenceToken token,
 void
 marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
 {
-	CheckedEntry *entry = NULL;
-	Oid			save_userid;
-	int			save_sec_context;
-	FenceToken	mark = 0;
+	uint32		hash = checked_hash(resource);
+	CheckedSlot *slot = checked_lookup(resource, hash);
+	MarksRel	m;
+	FenceToken	mark;
 	bool		accepted;
 
-	if (checked != NULL)
-		entry = resource_map_lookup(checked, resource);
-	if (entry != NULL && entry->token == token)
+	if (slot != NULL && slot->token == token)
 		return;
 
-	marks_begin(extnsp, &save_userid, &save_sec_context);
-	if (marks_run(claim_plan, resource, token, false, SPI_OK_INSERT, NULL))
-	{
-		accepted = true;
-		mark = token;
-	}
-	else
-	{
-		/*
-		 * The mark is at or above token and now locked by us.  Not read-only,
-		 * so that the read takes a new snapshot and, under READ COMMITTED,
-		 * sees the value committed by whoever held the lock before us.
-		 */
-		if (!marks_run(read_plan, resource, token, false, SPI_OK_SELECT, &mark))
-			elog(ERROR, "high-water mark of resource \"%s\" vanished while locked",
-				 resource);
-		accepted = mark == token && !strict;
-	}
-	marks_end(save_userid, save_sec_context);
+	marks_open(&m, extnsp, resource, RowExclusiveLock);
+	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+						   &mark);
+	marks_close(&m);
 
 	if (accepted)
 	{
-		checked_remember(resource, token);
+		checked_remember(resource, hash, token);
 		return;
 	}
 
@@ -383,6 +561,38 @@ marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
 }
 
 /*
+ * marks_read
+ *		The mark of resource as the current snapshot sees it, without a
+ *		lock; false if it has none.
+ */
+bool
+marks_read(Oid extnsp, const char *resource, FenceToken *mark)
+{
+	MarksRel	m;
+	ScanKeyData skey;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		found;
+
+	marks_open(&m, extnsp, resource, AccessShareLock);
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m.key);
+	slot = table_slot_create(m.heap, NULL);
+	scan = index_beginscan(m.heap, m.index, GetActiveSnapshot(), 1, 0);
+	index_rescan(scan, &skey, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		bool		isnull;
+
+		*mark = DatumGetFenceToken(slot_getattr(slot, Anum_mark_token, &isnull));
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	marks_close(&m);
+	return found;
+}
+
+/*
  * fence_mark(resource text) returns fence_token
  *		The current mark of resource, NULL if it has none.
  */
@@ -390,19 +600,20 @@ Datum
 fence_mark(PG_FUNCTION_ARGS)
 {
 	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	char	   *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	FenceToken	mark;
-	bool		found;
-	Oid			save_userid;
-	int			save_sec_context;
 
-	marks_begin(extnsp, &save_userid, &save_sec_context);
-	found = marks_run(read_plan, resource, 0, true, SPI_OK_SELECT, &mark);
-	marks_end(save_userid, save_sec_context);
-
-	if (!found)
+	if (!marks_read(extnsp, text_to_cstring(PG_GETARG_TEXT_PP(0)), &mark))
 		PG_RETURN_NULL();
 	PG_RETURN_FENCE_TOKEN(mark);
+}
+
+/* fence_advance and fence_forget write the marks table: refuse where a write could not happen. */
+static void
+marks_prevent_readonly(const char *cmdname)
+{
+	PreventCommandIfReadOnly(cmdname);
+	PreventCommandIfParallelMode(cmdname);
+	PreventCommandDuringRecovery(cmdname);
 }
 
 /*
@@ -415,25 +626,19 @@ fence_advance(PG_FUNCTION_ARGS)
 {
 	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	char	   *resource;
-	FenceToken	token;
 	FenceToken	mark;
-	Oid			save_userid;
-	int			save_sec_context;
+	MarksRel	m;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("resource and token must not be null")));
+	marks_prevent_readonly("fence_advance()");
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	token = PG_GETARG_FENCE_TOKEN(1);
 
-	marks_begin(extnsp, &save_userid, &save_sec_context);
-	if (!marks_run(advance_plan, resource, token, false,
-				   SPI_OK_INSERT_RETURNING, &mark) &&
-		!marks_run(read_plan, resource, token, false, SPI_OK_SELECT, &mark))
-		elog(ERROR, "high-water mark of resource \"%s\" vanished while locked",
-			 resource);
-	marks_end(save_userid, save_sec_context);
+	marks_open(&m, extnsp, resource, RowExclusiveLock);
+	(void) marks_claim(&m, PG_GETARG_FENCE_TOKEN(1), CLAIM_ADVANCE, &mark);
+	marks_close(&m);
 
 	/* A cached check at an older token no longer describes the mark. */
 	checked_forget(resource);
@@ -449,20 +654,39 @@ fence_forget(PG_FUNCTION_ARGS)
 {
 	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	char	   *resource;
+	MarksRel	m;
+	HeapTuple	tuple;
 	bool		found;
-	Oid			save_userid;
-	int			save_sec_context;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("resource must not be null")));
+	marks_prevent_readonly("fence_forget()");
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
-	marks_begin(extnsp, &save_userid, &save_sec_context);
-	found = marks_run(forget_plan, resource, 0, false,
-					  SPI_OK_DELETE_RETURNING, NULL);
-	marks_end(save_userid, save_sec_context);
+	marks_open(&m, extnsp, resource, RowExclusiveLock);
+	for (;;)
+	{
+		TM_Result	result;
+		TM_FailureData tmfd;
+
+		found = marks_find(&m, &tuple);
+		if (!found)
+			break;
+		marks_check_visible(&m, tuple);
+		result = heap_delete(m.heap, &tuple->t_self, GetCurrentCommandId(true),
+							 InvalidSnapshot, true, &tmfd, false);
+		if (result == TM_Ok)
+			break;
+		if (result != TM_Updated && result != TM_Deleted)
+			elog(ERROR, "unexpected result %d deleting high-water mark of resource \"%s\"",
+				 (int) result, resource);
+		if (IsolationUsesXactSnapshot())
+			marks_serialization_failure(&m);
+	}
+	marks_close(&m);
+	CommandCounterIncrement();
 
 	checked_forget(resource);
 	PG_RETURN_BOOL(found);

@@ -20,5 +20,6 @@
 extern void marks_init(void);
 extern void marks_check(Oid extnsp, const char *resource, FenceToken token,
 						bool strict);
+extern bool marks_read(Oid extnsp, const char *resource, FenceToken *mark);
 
 #endif							/* MARKS_H */

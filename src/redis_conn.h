@@ -1,0 +1,67 @@
+/*-------------------------------------------------------------------------
+ *
+ * redis_conn.h
+ *	  One hiredis connection per backend: settings, connect, commands,
+ *	  errors.
+ *
+ * Nothing here knows about tokens, marks or locks; callers hand in
+ * commands and scripts and get back palloc'd copies of the replies, so
+ * that no hiredis memory ever outlives the call that received it.
+ *
+ * IDENTIFICATION
+ *	  src/redis_conn.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef REDIS_CONN_H
+#define REDIS_CONN_H
+
+/* Settings shared with fenced_lock.c. */
+extern PGDLLIMPORT int fencing_redis_command_timeout;
+
+/* A reply, copied out of hiredis into the current memory context. */
+typedef enum RedisValueType
+{
+	REDIS_VALUE_STRING,
+	REDIS_VALUE_ARRAY,
+	REDIS_VALUE_INTEGER,
+	REDIS_VALUE_NIL,
+	REDIS_VALUE_STATUS,
+	REDIS_VALUE_ERROR
+} RedisValueType;
+
+typedef struct RedisValue
+{
+	RedisValueType type;
+	long long	integer;		/* REDIS_VALUE_INTEGER */
+	char	   *str;			/* STRING, STATUS, ERROR: NUL-terminated */
+	size_t		len;
+	size_t		nelements;		/* ARRAY */
+	struct RedisValue **elements;
+} RedisValue;
+
+/* A Lua script; sha is filled in on first use. */
+typedef struct RedisScript
+{
+	const char *name;			/* for messages */
+	const char *text;
+	char		sha[41];
+} RedisScript;
+
+extern void redis_conn_init(void);
+
+#ifdef USE_HIREDIS
+extern RedisValue *redis_command(int argc, const char **argv,
+								 int extra_timeout_ms);
+extern RedisValue *redis_command_if_connected(int argc, const char **argv);
+extern RedisValue *redis_eval(RedisScript *script, int nkeys,
+							  const char **keys, int nargs,
+							  const char **args);
+extern void redis_conn_drop(void);
+extern void redis_conn_refused(const char *command,
+							   const RedisValue *reply) pg_attribute_noreturn();
+extern void redis_conn_unexpected(const char *command, const char *expected,
+								  const RedisValue *got) pg_attribute_noreturn();
+#endif
+
+#endif							/* REDIS_CONN_H */

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# test/scripts/dump_restore.sh: the high-water marks survive pg_dump and
+# pg_restore (SPEC, "The promise", 4).
+#
+# Starts a throwaway cluster, fills database "src" with fenced tables and
+# marks, dumps it with pg_dump -Fc, restores it into a fresh database
+# "dst" with pg_restore, and checks that dst fences exactly as src did: the
+# same marks, stale tokens still rejected, row-scope tokens kept.  Also
+# checks that a plain-format dump carries the marks table's rows.
+#
+# Prints one "ok - ..." or "not ok - ..." line per assertion and exits
+# non-zero if any failed.  Runs as root or as a developer (see harness.sh).
+#
+#   bash test/scripts/dump_restore.sh
+set -euo pipefail
+
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+
+harness_start_pg
+harness_tmpdir workdir
+
+failed=0
+
+ok() { printf 'ok - %s\n' "$1"; }
+not_ok() {
+	printf 'not ok - %s\n' "$1"
+	failed=$((failed + 1))
+}
+
+# Assert that two strings are equal; show both when they are not.
+expect_eq() {
+	local desc=$1 want=$2 got=$3
+	if [ "$want" = "$got" ]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
+	fi
+}
+
+# Run SQL in a database, stopping at the first error; unaligned output.
+sql() {
+	local db=$1
+	shift
+	psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"
+}
+
+# The SQLSTATE a statement ends with in a database ("00000" on success).
+# The server's message goes to the log, which is shown on failure.
+sqlstate_of() {
+	local db=$1 stmt=$2
+	{
+		printf '%s;\n' "$stmt"
+		printf '\\echo SQLSTATE=:SQLSTATE\n'
+	} | psql -X -q -A -t -v ON_ERROR_STOP=0 -d "$db" 2>>"$workdir/statements.log" |
+		sed -n 's/^SQLSTATE=//p'
+}
+
+# The marks, one "resource|token|moved_at" line each, in a fixed order.
+marks_of() {
+	sql "$1" -c "SELECT resource, token, moved_at FROM fence_marks ORDER BY resource COLLATE \"C\""
+}
+
+harness_log "filling database src"
+sql postgres -c 'CREATE DATABASE src'
+sql src >"$workdir/setup.log" <<'EOF'
+CREATE EXTENSION fencing;
+
+-- resource scope: every item of an order shares the order's mark
+CREATE TABLE order_items (
+	order_id    int NOT NULL,
+	item        text NOT NULL,
+	qty         int NOT NULL,
+	fence_token fence_token
+);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON order_items
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('fence_token', 'order:{order_id}');
+CREATE TRIGGER no_truncate BEFORE TRUNCATE ON order_items
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
+
+-- row scope: each row's token is its own mark
+CREATE TABLE orders (
+	id          int PRIMARY KEY,
+	status      text NOT NULL,
+	fence_token fence_token
+);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON orders
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('fence_token');
+
+-- successive lock holders of order 1 write with growing tokens, up to 34
+INSERT INTO order_items VALUES (1, 'apple', 1, 3);
+INSERT INTO order_items VALUES (1, 'pear', 2, 20);
+UPDATE order_items SET qty = 5, fence_token = 34 WHERE order_id = 1 AND item = 'apple';
+-- others, one of them with a declared token, one in hexadecimal
+SELECT fence_use('order:2', 7);
+INSERT INTO order_items (order_id, item, qty) VALUES (2, 'plum', 1);
+SELECT fence_use('order:2', NULL);
+INSERT INTO order_items VALUES (3, 'fig', 4, '0x10');
+-- marks with no rows behind them, one of them with an awkward name
+SELECT fence_advance('order:9', 100);
+SELECT fence_advance(E'odd: ''single'' "double" \\ tab\there \u00fc', 9223372036854775807);
+
+INSERT INTO orders VALUES (1, 'new', 5), (2, 'new', 12);
+UPDATE orders SET status = 'paid', fence_token = 40 WHERE id = 1;
+EOF
+
+src_marks=$(marks_of src)
+expect_eq "src has the marks written (order:1 at 34)" \
+	"34" "$(sql src -c "SELECT fence_mark('order:1')")"
+expect_eq "src has 5 marks" "5" "$(sql src -c 'SELECT count(*) FROM fence_marks')"
+
+harness_log "pg_dump -Fc src; pg_restore -d dst"
+if pg_dump -Fc -f "$workdir/src.dump" src 2>"$workdir/pg_dump.log"; then
+	ok "pg_dump -Fc src"
+else
+	not_ok "pg_dump -Fc src"
+	sed 's/^/#   /' "$workdir/pg_dump.log"
+fi
+sql postgres -c 'CREATE DATABASE dst TEMPLATE template0'
+if pg_restore --exit-on-error -d dst "$workdir/src.dump" 2>"$workdir/pg_restore.log"; then
+	ok "pg_restore -d dst"
+else
+	not_ok "pg_restore -d dst"
+	sed 's/^/#   /' "$workdir/pg_restore.log"
+fi
+
+dst_marks=$(marks_of dst) || dst_marks="(fence_marks unreadable)"
+expect_eq "fence_marks of dst equals src (resources and tokens)" \
+	"$(cut -d'|' -f1,2 <<<"$src_marks")" "$(cut -d'|' -f1,2 <<<"$dst_marks")"
+expect_eq "fence_marks of dst keeps when each mark moved" "$src_marks" "$dst_marks"
+expect_eq "dst still registers fence_high_water for pg_dump" "t" \
+	"$(sql dst -c "SELECT 'fence_high_water'::regclass = ANY (extconfig) FROM pg_extension WHERE extname = 'fencing'")"
+expect_eq "in dst, PUBLIC still cannot write the marks or move them by hand" "f|f|f|f|f" \
+	"$(sql dst -c "SELECT has_table_privilege('public', 'fence_high_water', 'INSERT'),
+		has_table_privilege('public', 'fence_high_water', 'UPDATE'),
+		has_table_privilege('public', 'fence_high_water', 'DELETE'),
+		has_function_privilege('public', 'fence_advance(text, fence_token)', 'EXECUTE'),
+		has_function_privilege('public', 'fence_forget(text)', 'EXECUTE')")"
+
+harness_log "writing to dst"
+expect_eq "dst rejects a write to order:1 with stale token 33 (FN001)" "FN001" \
+	"$(sqlstate_of dst "INSERT INTO order_items VALUES (1, 'stale', 1, 33)")"
+expect_eq "dst rejects a stale declared token for order:1 on DELETE (FN001)" "FN001" \
+	"$(sqlstate_of dst "SELECT fence_use('order:1', 33); DELETE FROM order_items WHERE order_id = 1")"
+expect_eq "dst rejects a write to order:9 (no rows, mark 100) with token 99 (FN001)" "FN001" \
+	"$(sqlstate_of dst "INSERT INTO order_items VALUES (9, 'stale', 1, 99)")"
+expect_eq "dst rejects a write without a token (FN002)" "FN002" \
+	"$(sqlstate_of dst "UPDATE order_items SET qty = 0 WHERE order_id = 3")"
+expect_eq "dst refuses TRUNCATE of the fenced table" "55000" \
+	"$(sqlstate_of dst "TRUNCATE order_items")"
+expect_eq "the rejected writes changed nothing in dst" "34|2" \
+	"$(sql dst -c "SELECT fence_mark('order:1'), count(*) FROM order_items WHERE order_id = 1")"
+expect_eq "dst accepts a write to order:1 with token 35" "00000" \
+	"$(sqlstate_of dst "INSERT INTO order_items VALUES (1, 'fresh', 1, 35)")"
+expect_eq "the accepted write raised order:1 to 35 in dst" "35" \
+	"$(sql dst -c "SELECT fence_mark('order:1')")"
+
+expect_eq "row-scope rows of dst kept their tokens" \
+	"$(sql src -c 'SELECT id, status, fence_token FROM orders ORDER BY id')" \
+	"$(sql dst -c 'SELECT id, status, fence_token FROM orders ORDER BY id')"
+expect_eq "dst rejects a row-scope UPDATE with a lower token 39 (FN001)" "FN001" \
+	"$(sqlstate_of dst "UPDATE orders SET status = 'stale', fence_token = 39 WHERE id = 1")"
+expect_eq "dst rejects a row-scope UPDATE that does not set the token (FN002)" "FN002" \
+	"$(sqlstate_of dst "UPDATE orders SET status = 'stale' WHERE id = 2")"
+expect_eq "dst accepts a row-scope UPDATE with token 41" "00000" \
+	"$(sqlstate_of dst "UPDATE orders SET status = 'shipped', fence_token = 41 WHERE id = 1")"
+expect_eq "row-scope rows of dst after the writes" $'1|shipped|41\n2|new|12' \
+	"$(sql dst -c 'SELECT id, status, fence_token FROM orders ORDER BY id')"
+
+harness_log "pg_dump -Fp src"
+if pg_dump -Fp -f "$workdir/src.sql" src 2>"$workdir/pg_dump_plain.log"; then
+	ok "pg_dump -Fp src"
+else
+	not_ok "pg_dump -Fp src"
+	sed 's/^/#   /' "$workdir/pg_dump_plain.log"
+fi
+# The rows of fence_high_water as the plain dump's COPY block has them, and
+# as COPY writes them from src (same text format, same escaping).
+dump_rows=$(sed -n '/^COPY [a-z_."]*fence_high_water (resource, token, moved_at) FROM stdin;$/,/^\\\.$/p' \
+	"$workdir/src.sql" | sed '1d;$d' | cut -f1,2 | LC_ALL=C sort) || dump_rows="(no dump)"
+src_rows=$(sql src -c 'COPY (SELECT resource, token FROM fence_high_water) TO STDOUT' | LC_ALL=C sort)
+expect_eq "the plain dump holds every row of fence_high_water" "$src_rows" "$dump_rows"
+if grep -q $'^order:1\t34\t' "$workdir/src.sql"; then
+	ok "the plain dump holds the mark order:1 at 34"
+else
+	not_ok "the plain dump holds the mark order:1 at 34"
+fi
+
+if [ "$failed" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
+	echo "# server messages of the statements run:"
+	sed 's/^/#   /' "$workdir/statements.log"
+fi
+[ "$failed" -eq 0 ]
