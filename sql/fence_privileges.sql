@@ -124,6 +124,23 @@ ALTER TABLE priv_items DISABLE TRIGGER ALL;
 DROP TRIGGER fence ON priv_items;
 TRUNCATE priv_items;
 
+-- nor capture, through its search_path, an operator or function that the
+-- marks are looked up with: the mark is read and written without any SQL,
+-- so this text comparison, which would lower every mark, is never called
+CREATE FUNCTION fence_priv_own.texteq(a text, b text) RETURNS boolean
+	LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE NOTICE 'captured, running as %', current_user;
+	UPDATE public.fence_high_water SET token = 1;
+	RETURN a OPERATOR(pg_catalog.=) b;
+END $$;
+CREATE OPERATOR fence_priv_own.= (LEFTARG = text, RIGHTARG = text,
+	FUNCTION = fence_priv_own.texteq);
+SET search_path = fence_priv_own, pg_catalog, public;
+SELECT fence_mark('priv:1');
+INSERT INTO priv_items VALUES (1, 2, 'stale, with a captured search_path');
+RESET search_path;
+
 -- after all that, the marks are where they were
 SELECT resource, token FROM fence_marks WHERE resource LIKE 'priv:%' ORDER BY 1;
 INSERT INTO priv_items VALUES (1, 33, 'still stale');
