@@ -99,6 +99,12 @@ CREATE TRIGGER fence_strict BEFORE UPDATE ON accounts
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '', 'strict');
 UPDATE accounts SET balance = 140, tok = 34 WHERE id = 1;
 UPDATE accounts SET balance = 140, tok = 35 WHERE id = 1;
+-- but the transaction that wrote the row may update it again at its token
+BEGIN;
+UPDATE accounts SET balance = 150, tok = 36 WHERE id = 1;
+UPDATE accounts SET balance = 160, tok = 36 WHERE id = 1;
+COMMIT;
+UPDATE accounts SET balance = 170, tok = 36 WHERE id = 1;
 SELECT * FROM accounts ORDER BY id;
 DROP TABLE accounts;
 
@@ -280,6 +286,19 @@ INSERT INTO ledger SELECT g, 1, 10 FROM generate_series(1, 3) g;
 INSERT INTO ledger VALUES (4, 1, 10);
 INSERT INTO ledger VALUES (4, 1, 11);
 SELECT count(*), max(tok) FROM ledger;
+-- the transaction that set the mark may use its token again, also when
+-- its record of having checked it is gone: after a savepoint rollback...
+BEGIN;
+INSERT INTO ledger VALUES (5, 1, 12);
+SAVEPOINT s;
+INSERT INTO ledger VALUES (6, 1, 13);
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO ledger VALUES (7, 1, 12);
+COMMIT;
+-- ...or when another resource took its place in the per-transaction cache
+-- (acct:1 and acct:472 share one of its slots)
+INSERT INTO ledger VALUES (8, 1, 14), (9, 472, 14), (10, 1, 14);
+SELECT id, acct, tok FROM ledger WHERE id >= 5 ORDER BY id;
 DROP TABLE ledger;
 
 -- partitioned tables: the trigger on the parent guards every partition

@@ -664,3 +664,39 @@ REVOKE ALL ON FUNCTION fence_guard() FROM PUBLIC;
 
 COMMENT ON FUNCTION fence_guard() IS 'row trigger rejecting writes whose fence token is below the resource''s high-water mark';
 COMMENT ON FUNCTION fence_truncate_guard() IS 'TRUNCATE trigger refusing to truncate a fenced table';
+
+-- redis functions
+--
+-- Locks and tokens from the Redis server named by the fencing.redis_*
+-- settings.  They open a network connection from the backend, so EXECUTE
+-- is revoked from PUBLIC; grant them to the roles that take locks:
+--
+--   GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
+--       fenced_extend(text, interval), fenced_release(text), fenced_leases()
+--       TO app;
+--
+-- A NULL ttl or wait means fencing.default_ttl or fencing.default_wait.
+-- In a build without hiredis they exist, and raise an error.
+
+CREATE FUNCTION fenced_acquire(resource text, ttl interval DEFAULT NULL, wait interval DEFAULT NULL)
+	RETURNS fence_token
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION fenced_extend(resource text, ttl interval DEFAULT NULL)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION fenced_release(resource text)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION fenced_leases(OUT resource text, OUT token fence_token, OUT owner text,
+		OUT acquired timestamptz, OUT expires timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION fenced_acquire(text, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fenced_extend(text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fenced_release(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fenced_leases() FROM PUBLIC;
+
+COMMENT ON FUNCTION fenced_acquire(text, interval, interval) IS 'take the Redis lock on a resource and a new token, declared for the session; NULL if still busy after wait';
+COMMENT ON FUNCTION fenced_extend(text, interval) IS 'extend this session''s Redis lock on a resource; false if it was lost';
+COMMENT ON FUNCTION fenced_release(text) IS 'release this session''s Redis lock on a resource; false if it was no longer ours';
+COMMENT ON FUNCTION fenced_leases() IS 'Redis locks this session holds';

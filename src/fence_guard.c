@@ -446,11 +446,16 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 									  trigdata->tg_updatedcols),
 						newtuple, trigger, rel, config->token_attnum);
 
+	/*
+	 * In strict mode an equal token is stale, unless this transaction wrote
+	 * the row with it: the holder may update its row more than once.
+	 */
 	old = heap_getattr(trigdata->tg_trigtuple, config->token_attnum, tupdesc,
 					   &oldnull);
 	if (!oldnull &&
 		(token < DatumGetFenceToken(old) ||
-		 (config->strict && token == DatumGetFenceToken(old))))
+		 (config->strict && token == DatumGetFenceToken(old) &&
+		  !TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(trigdata->tg_trigtuple->t_data)))))
 	{
 		char		offered[FENCE_TOKEN_TEXT_LEN];
 		char		current[FENCE_TOKEN_TEXT_LEN];

@@ -12,8 +12,10 @@
 
 #include "declared.h"
 #include "fence_guard.h"
+#include "fenced_lock.h"
 #include "fmgr.h"
 #include "marks.h"
+#include "redis_conn.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -32,5 +34,7 @@ _PG_init(void)
 	declared_init();
 	marks_init();
 	fence_guard_init();
+	redis_conn_init();
+	fenced_lock_init();
 	MarkGUCPrefixReserved("fencing");
 }

@@ -290,11 +290,34 @@ marks_close(MarksRel *m)
 	table_close(m->heap, NoLock);
 }
 
+/* Whether this transaction (or one of its subtransactions) wrote tuple. */
+static bool
+marks_written_here(HeapTuple tuple)
+{
+	return TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
+}
+
+/* The concurrent update of a mark under a transaction snapshot. */
+static void
+marks_serialization_failure(MarksRel *m)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update of the mark of resource \"%s\"",
+					m->resource)));
+}
+
 /*
  * Find the newest version of the resource's mark, with a dirty snapshot so
  * that uncommitted versions are seen too, and wait for any transaction
  * still writing it.  On true, tuple is a copy of the row's latest
  * committed (or our own) version.
+ *
+ * Under REPEATABLE READ or SERIALIZABLE, a mark our snapshot cannot see
+ * was written by a transaction that committed after it began, which is a
+ * serialization failure as for any row updated concurrently.  That is
+ * checked here, on the buffer's tuple while it is pinned, because the
+ * visibility check may set hint bits on it.
  */
 static bool
 marks_find(MarksRel *m, HeapTuple *tuple)
@@ -308,6 +331,7 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 		TransactionId wait_for = InvalidTransactionId;
 		ItemPointerData tid;
 		bool		found;
+		bool		invisible = false;
 
 		InitDirtySnapshot(dirty);
 		ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m->key);
@@ -323,44 +347,23 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 			else if (TransactionIdIsValid(dirty.xmax))
 				wait_for = dirty.xmax;
 			else
+			{
 				*tuple = ExecCopySlotHeapTuple(slot);
+				invisible = IsolationUsesXactSnapshot() &&
+					!marks_written_here(*tuple) &&
+					!table_tuple_satisfies_snapshot(m->heap, slot,
+													GetActiveSnapshot());
+			}
 		}
 		index_endscan(scan);
 		ExecDropSingleTupleTableSlot(slot);
 
+		if (invisible)
+			marks_serialization_failure(m);
 		if (!TransactionIdIsValid(wait_for))
 			return found;
 		XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
 	}
-}
-
-/*
- * A mark our snapshot cannot see was written by a transaction that
- * committed after it began: under REPEATABLE READ or SERIALIZABLE that is
- * a serialization failure, as for any row updated concurrently.
- */
-static void
-marks_check_visible(MarksRel *m, HeapTuple tuple)
-{
-	if (!IsolationUsesXactSnapshot())
-		return;
-	if (TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
-		return;
-	if (!HeapTupleSatisfiesVisibility(tuple, GetActiveSnapshot(), InvalidBuffer))
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update of the mark of resource \"%s\"",
-						m->resource)));
-}
-
-/* The concurrent update of a mark under a transaction snapshot. */
-static void
-marks_serialization_failure(MarksRel *m)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not serialize access due to concurrent update of the mark of resource \"%s\"",
-					m->resource)));
 }
 
 static HeapTuple
@@ -460,7 +463,6 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark)
 			insert_locked = false;
 		}
 
-		marks_check_visible(m, tuple);
 		*mark = marks_token_of(m, tuple);
 
 		if (*mark < token)
@@ -492,8 +494,14 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark)
 				ReleaseBuffer(buffer);
 			if (result == TM_Ok)
 			{
+				/*
+				 * In strict mode an equal mark fences out every other
+				 * holder of that token, but not the transaction that set
+				 * it, which may write many rows with it.
+				 */
 				CommandCounterIncrement();
-				return *mark == token && mode != CLAIM_CHECK_STRICT;
+				return *mark == token &&
+					(mode != CLAIM_CHECK_STRICT || marks_written_here(tuple));
 			}
 		}
 
@@ -674,7 +682,6 @@ fence_forget(PG_FUNCTION_ARGS)
 		found = marks_find(&m, &tuple);
 		if (!found)
 			break;
-		marks_check_visible(&m, tuple);
 		result = heap_delete(m.heap, &tuple->t_self, GetCurrentCommandId(true),
 							 InvalidSnapshot, true, &tmfd, false);
 		if (result == TM_Ok)

@@ -47,6 +47,7 @@
 #include "postgres.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>

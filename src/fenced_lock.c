@@ -1,0 +1,855 @@
+/*-------------------------------------------------------------------------
+ *
+ * fenced_lock.c
+ *	  fenced_acquire() and friends: locks and tokens from Redis.
+ *
+ *	  SELECT fenced_acquire('order:42');			-- token, or NULL if busy
+ *	  SELECT fenced_extend('order:42', ttl => '30 s');
+ *	  SELECT fenced_release('order:42');
+ *	  SELECT * FROM fenced_leases();
+ *
+ * One acquisition is one round trip: a Lua script (fenced_lock_scripts.h)
+ * that takes the lock with the caller's owner string and a TTL and issues
+ * the next token from a counter, atomically.  The token is declared for
+ * the session as by fence_use(), so that the writes that follow are
+ * stamped and checked by fence_guard() without naming it.
+ *
+ * Counter regression.  Redis can lose the counter's latest value (restart
+ * without persistence, failover to a replica that was behind, FLUSHALL).
+ * It would then hand the next holder a token at or below tokens the
+ * database has already accepted, and fencing would turn upside down: the
+ * new holder rejected, the stale one let through.  So every acquisition
+ * passes the resource's high-water mark to the script, which raises the
+ * counter past it, under the lock, before issuing the token; a WARNING
+ * says it happened.
+ *
+ * Unknown outcomes.  When a command fails after it was sent (timeout,
+ * lost connection, cancel), it may still have run.  The owner string of
+ * such an attempt is kept with the resource, and the next acquisition of
+ * it by this session passes it to the script, which takes over a lock
+ * still held under it instead of waiting for it to expire; a release
+ * deletes it too.  Each owner string is unique -- the system identifier,
+ * the PID, a per-backend counter and a random part -- so this can only
+ * ever take over this session's own locks.
+ *
+ * Nothing here is transactional: Redis does not roll back with the
+ * transaction that called us, so neither do the leases nor the session's
+ * declaration.
+ *
+ * IDENTIFICATION
+ *	  src/fenced_lock.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "common/int.h"
+#include "common/pg_prng.h"
+#include "datatype/timestamp.h"
+#include "declared.h"
+#include "fence_token.h"
+#include "fenced_lock.h"
+#include "fenced_lock_scripts.h"
+#include "funcapi.h"
+#include "marks.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "redis_conn.h"
+#include "resource_map.h"
+#include "storage/latch.h"
+#include "token_parse.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+/* Bounds and defaults of the settings. */
+#define FENCED_DEFAULT_TTL			30000	/* ms */
+#define FENCED_MAX_TTL				INT_MAX /* ms, about 24.8 days */
+#define FENCED_DEFAULT_WAIT			0	/* ms */
+#define FENCED_MAX_WAIT				INT_MAX /* ms */
+#define FENCED_MAX_WAIT_REPLICAS	1000
+#define FENCED_DEFAULT_WAIT_TIMEOUT 1000	/* ms */
+#define FENCED_MAX_WAIT_TIMEOUT		3600000 /* ms */
+#define FENCED_MAX_KEY_TEMPLATE		1024
+#define FENCED_KEY_PLACEHOLDER		"<resource>"
+
+/* Back-off between attempts on a busy lock, in ms, before jitter. */
+#define FENCED_BACKOFF_MIN			4
+#define FENCED_BACKOFF_MAX			128
+
+/* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>". */
+#define FENCED_OWNER_LEN			96
+
+/* Owner strings of unknown-outcome attempts kept per resource. */
+#define FENCED_MAX_MAYBE			8
+
+/* Beyond this many entries, acquisitions prune long-expired leases. */
+#define FENCED_PRUNE_THRESHOLD		1024
+#define FENCED_PRUNE_GRACE			60000	/* ms after expiry */
+
+/* Settings. */
+static char *fencing_redis_lock_key = NULL;
+static char *fencing_redis_token_key = NULL;
+static int	fencing_default_ttl = FENCED_DEFAULT_TTL;
+static int	fencing_default_wait = FENCED_DEFAULT_WAIT;
+static int	fencing_redis_wait_replicas = 0;
+static int	fencing_redis_wait_timeout = FENCED_DEFAULT_WAIT_TIMEOUT;
+
+/*
+ * What this session holds, or may hold, of one resource.  An entry with
+ * neither a lease nor maybe-owners is removed.
+ */
+typedef struct Lease
+{
+	ResourceMapKey key;
+	bool		held;			/* the fields below describe a lease */
+	FenceToken	token;
+	TimestampTz acquired;
+	TimestampTz expires;		/* by our clock; Redis's decides */
+	char		owner[FENCED_OWNER_LEN];
+	int			nmaybe;			/* owners of unknown-outcome attempts */
+	char		maybe[FENCED_MAX_MAYBE][FENCED_OWNER_LEN];
+} Lease;
+
+PG_FUNCTION_INFO_V1(fenced_acquire);
+PG_FUNCTION_INFO_V1(fenced_extend);
+PG_FUNCTION_INFO_V1(fenced_release);
+PG_FUNCTION_INFO_V1(fenced_leases);
+
+/*
+ * check_key_template
+ *		A Redis key name with exactly one "<resource>" in it.
+ */
+static bool
+check_key_template(char **newval, void **extra, GucSource source)
+{
+	const char *first;
+
+	if (*newval == NULL || strlen(*newval) > FENCED_MAX_KEY_TEMPLATE)
+	{
+		GUC_check_errdetail("A key template can be at most %d bytes long.",
+							FENCED_MAX_KEY_TEMPLATE);
+		return false;
+	}
+	first = strstr(*newval, FENCED_KEY_PLACEHOLDER);
+	if (first == NULL ||
+		strstr(first + strlen(FENCED_KEY_PLACEHOLDER), FENCED_KEY_PLACEHOLDER) != NULL)
+	{
+		GUC_check_errdetail("A key template must contain \"%s\" exactly once.",
+							FENCED_KEY_PLACEHOLDER);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * fenced_lock_init
+ *		Define the lock settings; called from _PG_init.
+ */
+void
+fenced_lock_init(void)
+{
+	DefineCustomStringVariable("fencing.redis_lock_key",
+							   "Template of the Redis key that holds the lock of a resource.",
+							   "\"<resource>\" stands for the resource name.  The default is key layout v1; set \"lock:<resource>\" to share locks with clients of the classic lock:/fence: layout.",
+							   &fencing_redis_lock_key,
+							   "fencing:v1:{<resource>}:lock",
+							   PGC_SUSET,
+							   0,
+							   check_key_template, NULL, NULL);
+
+	DefineCustomStringVariable("fencing.redis_token_key",
+							   "Template of the Redis key that counts the tokens of a resource.",
+							   "\"<resource>\" stands for the resource name.  The key never expires.  The default is key layout v1; set \"fence:<resource>\" to share tokens with clients of the classic lock:/fence: layout.",
+							   &fencing_redis_token_key,
+							   "fencing:v1:{<resource>}:token",
+							   PGC_SUSET,
+							   0,
+							   check_key_template, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.default_ttl",
+							"Lease time of a lock when fenced_acquire() and fenced_extend() are not given a ttl.",
+							"Valid range is 1 ms to 24 days.",
+							&fencing_default_ttl,
+							FENCED_DEFAULT_TTL, 1, FENCED_MAX_TTL,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.default_wait",
+							"How long fenced_acquire() waits for a busy lock when not given a wait.",
+							"0 means a single attempt.",
+							&fencing_default_wait,
+							FENCED_DEFAULT_WAIT, 0, FENCED_MAX_WAIT,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.redis_wait_replicas",
+							"Number of Redis replicas that must acknowledge an acquisition.",
+							"After taking a lock fenced_acquire() sends WAIT and fails, giving the lock back, if fewer replicas acknowledge in time.  0 means no WAIT.",
+							&fencing_redis_wait_replicas,
+							0, 0, FENCED_MAX_WAIT_REPLICAS,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.redis_wait_timeout",
+							"Longest wait for the replicas of fencing.redis_wait_replicas.",
+							"Valid range is 1 ms to 1 h.",
+							&fencing_redis_wait_timeout,
+							FENCED_DEFAULT_WAIT_TIMEOUT, 1, FENCED_MAX_WAIT_TIMEOUT,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+/* The resource argument: neither NULL nor empty. */
+static char *
+fenced_resource_arg(FunctionCallInfo fcinfo)
+{
+	char	   *resource;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("resource must not be null")));
+	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (resource[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource must not be empty")));
+	return resource;
+}
+
+/*
+ * interval_to_us
+ *		The length of an interval in microseconds, a month counting 30 days
+ *		as in interval arithmetic.
+ */
+static int64
+interval_to_us(const Interval *span, const char *argname)
+{
+	int64		days;
+	int64		us;
+
+	if (pg_mul_s64_overflow((int64) span->month, DAYS_PER_MONTH, &days) ||
+		pg_add_s64_overflow(days, (int64) span->day, &days) ||
+		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, span->time, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long", argname)));
+	return us;
+}
+
+/*
+ * fenced_ttl_arg
+ *		The ttl argument at argno in ms, rounded up so that a lease is
+ *		never shorter than asked for; the default when NULL.
+ */
+static int
+fenced_ttl_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		return fencing_default_ttl;
+	us = interval_to_us(PG_GETARG_INTERVAL_P(argno), "ttl");
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be greater than zero")));
+	if (us > (int64) FENCED_MAX_TTL * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl is too long"),
+				 errdetail("The longest lease is %d ms.", FENCED_MAX_TTL)));
+	return (int) ((us + 999) / 1000);
+}
+
+/* The wait argument at argno in ms; the default when NULL. */
+static int
+fenced_wait_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		return fencing_default_wait;
+	us = interval_to_us(PG_GETARG_INTERVAL_P(argno), "wait");
+	if (us < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	if (us > (int64) FENCED_MAX_WAIT * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait is too long"),
+				 errdetail("The longest wait is %d ms.", FENCED_MAX_WAIT)));
+	return (int) ((us + 999) / 1000);
+}
+
+#ifdef USE_HIREDIS
+
+static ResourceMap *leases = NULL;
+
+static RedisScript acquire_script = {"fencing acquire script", FENCED_ACQUIRE_LUA, ""};
+static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
+static RedisScript release_script = {"fencing release script", FENCED_RELEASE_LUA, ""};
+
+/* Expand a key template for resource. */
+static char *
+fenced_key(const char *template, const char *resource)
+{
+	const char *at = strstr(template, FENCED_KEY_PLACEHOLDER);
+	StringInfoData key;
+
+	if (at == NULL)				/* the check hook prevents it */
+		elog(ERROR, "key template \"%s\" has no placeholder", template);
+	initStringInfo(&key);
+	appendBinaryStringInfo(&key, template, at - template);
+	appendStringInfoString(&key, resource);
+	appendStringInfoString(&key, at + strlen(FENCED_KEY_PLACEHOLDER));
+	return key.data;
+}
+
+/* The lock key of resource, and with token_key its counter key. */
+static char *
+fenced_keys(const char *resource, char **token_key)
+{
+	char	   *lock_key = fenced_key(fencing_redis_lock_key, resource);
+
+	if (token_key != NULL)
+	{
+		*token_key = fenced_key(fencing_redis_token_key, resource);
+		if (strcmp(lock_key, *token_key) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock key and token key of resource \"%s\" are the same Redis key \"%s\"",
+							resource, lock_key),
+					 errhint("Make fencing.redis_lock_key and fencing.redis_token_key differ.")));
+	}
+	return lock_key;
+}
+
+/*
+ * fenced_make_owner
+ *		A new owner string: unique across servers, backends and
+ *		acquisitions, and saying which server and backend holds the lock.
+ */
+static void
+fenced_make_owner(char *owner)
+{
+	static uint64 acquisitions = 0;
+
+	snprintf(owner, FENCED_OWNER_LEN, "pg:" UINT64_FORMAT ":%d:" UINT64_FORMAT ":%016llx",
+			 GetSystemIdentifier(), MyProcPid, ++acquisitions,
+			 (unsigned long long) pg_prng_uint64(&pg_global_prng_state));
+}
+
+/* The entry of resource, made if need be. */
+static Lease *
+lease_enter(const char *resource)
+{
+	Lease	   *lease;
+	bool		found;
+
+	if (leases == NULL)
+	{
+		MemoryContext cxt = AllocSetContextCreate(TopMemoryContext,
+												  "fencing leases",
+												  ALLOCSET_SMALL_SIZES);
+
+		leases = resource_map_create("fencing leases", sizeof(Lease), cxt);
+	}
+	lease = resource_map_enter(leases, resource, &found);
+	if (!found)
+	{
+		lease->held = false;
+		lease->nmaybe = 0;
+	}
+	return lease;
+}
+
+static Lease *
+lease_lookup(const char *resource)
+{
+	return leases ? resource_map_lookup(leases, resource) : NULL;
+}
+
+/* Remove the entry of resource if nothing is left in it. */
+static void
+lease_forget_if_empty(Lease *lease)
+{
+	if (!lease->held && lease->nmaybe == 0)
+		resource_map_remove(leases, lease->key.resource);
+}
+
+/* Remember an owner whose attempt may have taken the lock. */
+static void
+lease_maybe_add(Lease *lease, const char *owner)
+{
+	int			i;
+
+	for (i = 0; i < lease->nmaybe; i++)
+		if (strcmp(lease->maybe[i], owner) == 0)
+			return;
+	if (lease->nmaybe == FENCED_MAX_MAYBE)
+	{
+		/* drop the oldest; its lock has most likely expired by now */
+		memmove(lease->maybe[0], lease->maybe[1],
+				sizeof(lease->maybe[0]) * (FENCED_MAX_MAYBE - 1));
+		lease->nmaybe--;
+	}
+	strlcpy(lease->maybe[lease->nmaybe++], owner, FENCED_OWNER_LEN);
+}
+
+/* Forget an owner whose attempt is known to have taken nothing. */
+static void
+lease_maybe_remove(Lease *lease, const char *owner)
+{
+	int			i;
+
+	for (i = 0; i < lease->nmaybe; i++)
+	{
+		if (strcmp(lease->maybe[i], owner) == 0)
+		{
+			memmove(lease->maybe[i], lease->maybe[i + 1],
+					sizeof(lease->maybe[0]) * (lease->nmaybe - i - 1));
+			lease->nmaybe--;
+			return;
+		}
+	}
+}
+
+/*
+ * lease_end
+ *		The lease on resource is over: withdraw the session's declaration
+ *		of its token, unless something else has been declared since.
+ */
+static void
+lease_end(Lease *lease)
+{
+	FenceToken	declared;
+
+	if (lease->held &&
+		declared_lookup(lease->key.resource, &declared) &&
+		declared == lease->token)
+		declared_clear(lease->key.resource, false);
+	lease->held = false;
+}
+
+/*
+ * leases_prune
+ *		Keep the map of a session that acquires many resources and lets
+ *		them expire from growing without bound.
+ */
+static void
+leases_prune(TimestampTz now)
+{
+	HASH_SEQ_STATUS status;
+	Lease	   *lease;
+
+	if (hash_get_num_entries(leases->htab) <= FENCED_PRUNE_THRESHOLD)
+		return;
+	hash_seq_init(&status, leases->htab);
+	while ((lease = hash_seq_search(&status)) != NULL)
+	{
+		if (lease->nmaybe == 0 &&
+			(!lease->held ||
+			 TimestampTzPlusMilliseconds(lease->expires, FENCED_PRUNE_GRACE) < now))
+		{
+			lease_end(lease);
+			resource_map_remove(leases, lease->key.resource);
+		}
+	}
+}
+
+/* Parse a token sent back by the acquire script. */
+static FenceToken
+fenced_parse_token(const RedisValue *v, const char *what)
+{
+	int64_t		token;
+
+	if (v->type != REDIS_VALUE_STRING ||
+		token_parse(v->str, &token) != TOKEN_PARSE_OK)
+		redis_conn_unexpected(acquire_script.name, what, v);
+	return (FenceToken) token;
+}
+
+/*
+ * fenced_wait_replicas
+ *		WAIT for fencing.redis_wait_replicas replicas to have the lock and
+ *		the token; if too few do in time, give the lock back and fail.
+ *
+ * WAIT must be its own command: inside a script it does not block (Redis
+ * 7.0 and later).  It narrows the window in which a failover loses the
+ * acquisition; it does not close it, and the high-water marks still guard
+ * the writes.
+ */
+static void
+fenced_wait_replicas(const char *resource, const char *lock_key,
+					 const char *owner)
+{
+	char		replicas[12];
+	char		timeout[12];
+	const char *argv[3];
+	RedisValue *reply;
+
+	snprintf(replicas, sizeof(replicas), "%d", fencing_redis_wait_replicas);
+	snprintf(timeout, sizeof(timeout), "%d", fencing_redis_wait_timeout);
+	argv[0] = "WAIT";
+	argv[1] = replicas;
+	argv[2] = timeout;
+	reply = redis_command(3, argv, fencing_redis_wait_timeout);
+	if (reply->type == REDIS_VALUE_ERROR)
+		redis_conn_refused("WAIT", reply);
+	if (reply->type != REDIS_VALUE_INTEGER)
+		redis_conn_unexpected("WAIT", "an integer", reply);
+	if (reply->integer >= fencing_redis_wait_replicas)
+		return;
+
+	/* Best effort: on failure the owner stays a maybe-owner, and the TTL ends it. */
+	{
+		const char *release[5];
+
+		release[0] = "EVAL";
+		release[1] = release_script.text;
+		release[2] = "1";
+		release[3] = lock_key;
+		release[4] = owner;
+		(void) redis_command_if_connected(5, release);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("only %lld of %d Redis replicas acknowledged the lock on resource \"%s\"",
+					reply->integer, fencing_redis_wait_replicas, resource),
+			 errdetail("The lock was given back."),
+			 errhint("Check the replicas of the Redis server; the number required is fencing.redis_wait_replicas, the wait fencing.redis_wait_timeout.")));
+}
+
+/*
+ * fenced_backoff
+ *		Sleep before the next attempt on a busy lock: "equal jitter" around
+ *		an exponentially growing step, never past the lock's remaining TTL
+ *		nor the caller's deadline.  The latch wakes us for interrupts, so
+ *		statement_timeout and cancel end the wait.
+ */
+static void
+fenced_backoff(int step, long long pttl, long remaining)
+{
+	long		delay;
+
+	delay = step / 2 + (long) (pg_prng_double(&pg_global_prng_state) * (step - step / 2));
+	if (pttl >= 0)
+		delay = Min(delay, (long) pttl + 1);
+	delay = Max(Min(delay, remaining), 1);
+
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 delay, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * fenced_try_acquire
+ *		One attempt: the script with the current high-water mark as the
+ *		floor.  True and *token when the lock was taken; false and *pttl
+ *		when it is busy.
+ */
+static bool
+fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
+				   const char *token_key, const char *owner, int ttl_ms,
+				   Lease *lease, FenceToken *token, long long *pttl)
+{
+	FenceToken	mark;
+	bool		has_mark;
+	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
+	char		ttl[12];
+	const char *keys[2];
+	const char *args[4 + FENCED_MAX_MAYBE];
+	int			nargs = 0;
+	int			i;
+	RedisValue *reply;
+	RedisValue **e;
+
+	has_mark = marks_read(extnsp, resource, &mark);
+	if (has_mark)
+		fence_token_to_cstring(mark, floor);
+	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
+
+	keys[0] = lock_key;
+	keys[1] = token_key;
+	args[nargs++] = owner;
+	args[nargs++] = ttl;
+	args[nargs++] = floor;
+	if (lease->held)
+		args[nargs++] = lease->owner;
+	for (i = 0; i < lease->nmaybe; i++)
+		args[nargs++] = lease->maybe[i];
+
+	reply = redis_eval(&acquire_script, 2, keys, nargs, args);
+	e = reply->elements;
+	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 2 ||
+		e[0]->type != REDIS_VALUE_INTEGER || e[1]->type == REDIS_VALUE_ARRAY)
+		redis_conn_unexpected(acquire_script.name, "{taken, ...}", reply);
+
+	if (e[0]->integer == 0)
+	{
+		if (e[1]->type != REDIS_VALUE_INTEGER)
+			redis_conn_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
+		*pttl = e[1]->integer;
+		return false;
+	}
+
+	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER ||
+		e[3]->type != REDIS_VALUE_STRING)
+		redis_conn_unexpected(acquire_script.name, "{1, token, repaired, previous}", reply);
+	*token = fenced_parse_token(e[1], "a token");
+
+	if (e[2]->integer != 0)
+	{
+		int64_t		previous = 0;
+		char		would[FENCE_TOKEN_TEXT_LEN];
+		char		issued[FENCE_TOKEN_TEXT_LEN];
+
+		if (e[3]->str[0] != '\0')
+			(void) token_parse(e[3]->str, &previous);
+		fence_token_to_cstring((FenceToken) previous + 1, would);
+		fence_token_to_cstring(*token, issued);
+		ereport(WARNING,
+				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
+						resource, would, floor),
+				 errdetail("The counter was raised past the mark, and token %s issued instead.",
+						   issued),
+				 errhint("Redis lost writes (a restart without persistence, a failover or a flush); check its persistence and replication.")));
+	}
+	return true;
+}
+
+#else							/* !USE_HIREDIS */
+
+/* The error of every Redis function in a build without hiredis. */
+static void
+pg_attribute_noreturn()
+fenced_not_supported(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("fencing was built without Redis support"),
+			 errhint("Install hiredis and rebuild fencing with WITH_HIREDIS=1.")));
+}
+
+#endif							/* USE_HIREDIS */
+
+/*
+ * fenced_acquire(resource text, ttl interval, wait interval)
+ *		returns fence_token
+ *
+ * Take the lock on resource for ttl and return a new token, declared for
+ * the session; NULL if the lock is still busy after wait.  A NULL ttl or
+ * wait means fencing.default_ttl or fencing.default_wait.  Acquiring a
+ * lock this session already holds takes it again, with a new token.
+ */
+Datum
+fenced_acquire(PG_FUNCTION_ARGS)
+{
+	char	   *resource = fenced_resource_arg(fcinfo);
+	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
+	int			wait_ms = fenced_wait_arg(fcinfo, 2);
+#ifdef USE_HIREDIS
+	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	char	   *token_key;
+	char	   *lock_key = fenced_keys(resource, &token_key);
+	char		owner[FENCED_OWNER_LEN];
+	Lease	   *lease = lease_enter(resource);
+	TimestampTz deadline;
+	TimestampTz now;
+	FenceToken	token;
+	long long	pttl;
+	int			step = FENCED_BACKOFF_MIN;
+
+	fenced_make_owner(owner);
+
+	/*
+	 * Until an answer says otherwise, this attempt may take the lock: an
+	 * error from here on leaves the owner for the next call to take over.
+	 */
+	lease_maybe_add(lease, owner);
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	while (!fenced_try_acquire(extnsp, resource, lock_key, token_key, owner,
+							   ttl_ms, lease, &token, &pttl))
+	{
+		long		remaining;
+
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (remaining <= 0)
+		{
+			lease_maybe_remove(lease, owner);
+			lease_forget_if_empty(lease);
+			PG_RETURN_NULL();
+		}
+		fenced_backoff(step, pttl, remaining);
+		step = Min(step * 2, FENCED_BACKOFF_MAX);
+	}
+
+	if (fencing_redis_wait_replicas > 0)
+		fenced_wait_replicas(resource, lock_key, owner);
+
+	now = GetCurrentTimestamp();
+	lease->held = true;
+	lease->token = token;
+	lease->acquired = now;
+	lease->expires = TimestampTzPlusMilliseconds(now, ttl_ms);
+	strlcpy(lease->owner, owner, FENCED_OWNER_LEN);
+	lease->nmaybe = 0;
+	declared_set(resource, token, false);
+	leases_prune(now);
+
+	PG_RETURN_FENCE_TOKEN(token);
+#else
+	(void) resource;
+	(void) ttl_ms;
+	(void) wait_ms;
+	fenced_not_supported();
+#endif
+}
+
+/*
+ * fenced_extend(resource text, ttl interval) returns boolean
+ *
+ * Make this session's lock on resource expire ttl from now (NULL:
+ * fencing.default_ttl).  True if it was still ours; false if it was lost,
+ * and then the lease ends and its token is no longer declared.
+ */
+Datum
+fenced_extend(PG_FUNCTION_ARGS)
+{
+	char	   *resource = fenced_resource_arg(fcinfo);
+	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
+#ifdef USE_HIREDIS
+	Lease	   *lease = lease_lookup(resource);
+	char	   *lock_key;
+	char		ttl[12];
+	const char *args[2];
+	RedisValue *reply;
+
+	if (lease == NULL || !lease->held)
+		PG_RETURN_BOOL(false);
+
+	lock_key = fenced_keys(resource, NULL);
+	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
+	args[0] = lease->owner;
+	args[1] = ttl;
+	reply = redis_eval(&extend_script, 1, (const char **) &lock_key, 2, args);
+	if (reply->type != REDIS_VALUE_INTEGER)
+		redis_conn_unexpected(extend_script.name, "an integer", reply);
+
+	if (reply->integer == 1)
+	{
+		lease->expires = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms);
+		PG_RETURN_BOOL(true);
+	}
+	lease_end(lease);
+	lease_forget_if_empty(lease);
+	PG_RETURN_BOOL(false);
+#else
+	(void) resource;
+	(void) ttl_ms;
+	fenced_not_supported();
+#endif
+}
+
+/*
+ * fenced_release(resource text) returns boolean
+ *
+ * Give back this session's lock on resource: true if it was still ours
+ * and is now free, false if it was not ours any more.  Only a lock held
+ * under one of our owner strings is ever deleted.  The lease ends and its
+ * token is no longer declared, whatever Redis answers.
+ */
+Datum
+fenced_release(PG_FUNCTION_ARGS)
+{
+	char	   *resource = fenced_resource_arg(fcinfo);
+#ifdef USE_HIREDIS
+	Lease	   *lease = lease_lookup(resource);
+	char	   *lock_key;
+	const char *args[FENCED_MAX_MAYBE];
+	int			nargs;
+	RedisValue *reply;
+
+	if (lease == NULL || (!lease->held && lease->nmaybe == 0))
+		PG_RETURN_BOOL(false);
+
+	/*
+	 * From here on the lease is over.  Its owner joins the maybe-owners
+	 * until Redis answers, so that a release that fails can be retried,
+	 * and a later acquisition takes the lock over if it is still there.
+	 */
+	if (lease->held)
+	{
+		lease_maybe_add(lease, lease->owner);
+		lease_end(lease);
+	}
+	for (nargs = 0; nargs < lease->nmaybe; nargs++)
+		args[nargs] = lease->maybe[nargs];
+
+	lock_key = fenced_keys(resource, NULL);
+	reply = redis_eval(&release_script, 1, (const char **) &lock_key, nargs, args);
+	if (reply->type != REDIS_VALUE_INTEGER)
+		redis_conn_unexpected(release_script.name, "an integer", reply);
+
+	/* Nothing of ours is left in Redis. */
+	resource_map_remove(leases, resource);
+	PG_RETURN_BOOL(reply->integer > 0);
+#else
+	(void) resource;
+	fenced_not_supported();
+#endif
+}
+
+/*
+ * fenced_leases()
+ *		The locks this session holds, as far as it knows: resource, token,
+ *		owner, acquired, expires (by this server's clock).
+ */
+Datum
+fenced_leases(PG_FUNCTION_ARGS)
+{
+#ifdef USE_HIREDIS
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS status;
+	Lease	   *lease;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (leases == NULL)
+		return (Datum) 0;
+	hash_seq_init(&status, leases->htab);
+	while ((lease = hash_seq_search(&status)) != NULL)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		if (!lease->held)
+			continue;
+		values[0] = CStringGetTextDatum(lease->key.resource);
+		values[1] = FenceTokenGetDatum(lease->token);
+		values[2] = CStringGetTextDatum(lease->owner);
+		values[3] = TimestampTzGetDatum(lease->acquired);
+		values[4] = TimestampTzGetDatum(lease->expires);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+#else
+	fenced_not_supported();
+#endif
+}
