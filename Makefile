@@ -14,8 +14,10 @@ OBJS = \
 	src/declared.o \
 	src/fence_guard.o \
 	src/fence_token.o \
+	src/fenced_lock.o \
 	src/fencing.o \
 	src/marks.o \
+	src/redis_conn.o \
 	src/resource_map.o \
 	src/token_parse.o
 
