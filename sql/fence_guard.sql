@@ -322,6 +322,19 @@ UPDATE events SET region = 1 WHERE id = 1;
 SELECT tableoid::regclass, * FROM events ORDER BY id;
 DROP TABLE events;
 
+-- the trigger follows DDL on its table: its arguments are checked again
+CREATE TABLE ddl (a int, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON ddl
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'ddl:{a}');
+INSERT INTO ddl VALUES (1, 1);
+ALTER TABLE ddl RENAME COLUMN a TO b;
+INSERT INTO ddl VALUES (1, 1);
+ALTER TABLE ddl RENAME COLUMN b TO a;
+ALTER TABLE ddl DROP COLUMN a, ADD COLUMN a text;
+INSERT INTO ddl (a, tok) VALUES ('x', 1);
+SELECT resource, token FROM fence_marks WHERE resource LIKE 'ddl:%' ORDER BY 1;
+DROP TABLE ddl;
+
 -- fence_advance raises by hand and never lowers; fence_forget forgets
 SELECT fence_advance('order:42', 100);
 SELECT fence_advance('order:42', 50);

@@ -71,6 +71,7 @@ typedef struct GuardConfig
 	int			nparts;			/* 0 means row scope */
 	TemplatePart *parts;
 	MemoryContext cxt;			/* holds parts */
+	bool		valid;			/* false once DDL may have changed it */
 } GuardConfig;
 
 static HTAB *guard_configs = NULL;
@@ -94,7 +95,15 @@ static struct
 PG_FUNCTION_INFO_V1(fence_guard);
 PG_FUNCTION_INFO_V1(fence_truncate_guard);
 
-/* DDL on any table may rename or drop columns: forget every config. */
+/*
+ * Configurations made stale by DDL, and the memory of those replaced.
+ * Invalidations arrive whenever a lock is taken, which can be in the
+ * middle of a trigger call still using the configuration, so stale ones
+ * are only marked here and replaced at the next lookup; the memory of a
+ * replaced one is kept until the end of the transaction.
+ */
+static MemoryContext retired_configs_cxt = NULL;
+
 static void
 guard_relcache_callback(Datum arg, Oid relid)
 {
@@ -106,11 +115,18 @@ guard_relcache_callback(Datum arg, Oid relid)
 	hash_seq_init(&status, guard_configs);
 	while ((config = hash_seq_search(&status)) != NULL)
 	{
-		if (relid != InvalidOid && config->relid != relid)
-			continue;
-		MemoryContextDelete(config->cxt);
-		hash_search(guard_configs, &config->tgoid, HASH_REMOVE, NULL);
+		if (relid == InvalidOid || config->relid == relid)
+			config->valid = false;
 	}
+}
+
+static void
+guard_xact_callback(XactEvent event, void *arg)
+{
+	if (retired_configs_cxt != NULL &&
+		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		 event == XACT_EVENT_PREPARE))
+		MemoryContextReset(retired_configs_cxt);
 }
 
 /*
@@ -121,6 +137,7 @@ void
 fence_guard_init(void)
 {
 	CacheRegisterRelcacheCallback(guard_relcache_callback, (Datum) 0);
+	RegisterXactCallback(guard_xact_callback, NULL);
 }
 
 /* Look up a column named in the trigger's arguments, refusing system ones. */
@@ -245,7 +262,7 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 	}
 
 	config = hash_search(guard_configs, &trigger->tgoid, HASH_FIND, NULL);
-	if (config != NULL)
+	if (config != NULL && config->valid)
 		return config;
 
 	if (trigger->tgnargs < 1)
@@ -301,7 +318,21 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextSetParent(cxt, CacheMemoryContext);
+		draft.valid = true;
+
+		/*
+		 * Replace a stale entry in place: dynahash never moves an entry,
+		 * so a caller further up the stack holding it sees the new one.
+		 */
 		config = hash_search(guard_configs, &trigger->tgoid, HASH_ENTER, &found);
+		if (found)
+		{
+			if (retired_configs_cxt == NULL)
+				retired_configs_cxt = AllocSetContextCreate(TopMemoryContext,
+															"fence_guard retired configurations",
+															ALLOCSET_SMALL_SIZES);
+			MemoryContextSetParent(config->cxt, retired_configs_cxt);
+		}
 		*config = draft;
 	}
 	return config;
