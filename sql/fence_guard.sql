@@ -50,6 +50,21 @@ CREATE TRIGGER g_tpltok BEFORE INSERT ON t
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{tok}');
 INSERT INTO t VALUES (1, 1, 1);
 DROP TRIGGER g_tpltok ON t;
+-- a resource column must have the same text in every session
+ALTER TABLE t ADD COLUMN ts timestamptz, ADD COLUMN f float8, ADD COLUMN b bytea;
+CREATE TRIGGER g_tz BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{ts}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_tz ON t;
+CREATE TRIGGER g_float BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{f}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_float ON t;
+CREATE TRIGGER g_bytea BEFORE INSERT ON t
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{b}');
+INSERT INTO t VALUES (1, 1, 1);
+DROP TRIGGER g_bytea ON t;
+ALTER TABLE t DROP COLUMN ts, DROP COLUMN f, DROP COLUMN b;
 CREATE TRIGGER g_option BEFORE INSERT ON t
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{k}', 'stirct');
 INSERT INTO t VALUES (1, 1, 1);
@@ -267,6 +282,18 @@ CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON cells
 INSERT INTO cells VALUES ('s1', 1, 2, 3, 'x');
 SELECT resource, token FROM fence_marks WHERE resource LIKE '{cell}%';
 DROP TABLE cells;
+
+-- enums and domains over stable types are stable too
+CREATE TYPE color AS ENUM ('red', 'green');
+CREATE DOMAIN sku AS text CHECK (VALUE <> '');
+CREATE TABLE stock (c color, s sku, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON stock
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'stock:{c}:{s}');
+INSERT INTO stock VALUES ('red', 'a-1', 1);
+SELECT resource, token FROM fence_marks WHERE resource LIKE 'stock:%';
+DROP TABLE stock;
+DROP DOMAIN sku;
+DROP TYPE color;
 
 -- a template without placeholders makes the whole table one resource
 CREATE TABLE config (k text PRIMARY KEY, tok fence_token, v text);

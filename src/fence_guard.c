@@ -51,6 +51,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 /* One piece of a resource template: literal text, or a column's value. */
 typedef struct TemplatePart
@@ -156,6 +157,42 @@ guard_column(Trigger *trigger, Relation rel, const char *name,
 	return (AttrNumber) attnum;
 }
 
+/*
+ * Whether a type's text form is the same in every session.  A resource
+ * name built from a timestamptz (TimeZone, DateStyle), a date, a float
+ * (extra_float_digits), a bytea (bytea_output) or a money (lc_monetary)
+ * would differ between sessions, and each spelling would have a mark of
+ * its own: a stale writer could escape the mark by changing a setting.
+ */
+static bool
+guard_type_is_stable(Oid typid, Oid extnsp)
+{
+	typid = getBaseType(typid);
+	switch (typid)
+	{
+		case BOOLOID:
+		case CHAROID:
+		case NAMEOID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case TEXTOID:
+		case BPCHAROID:
+		case VARCHAROID:
+		case NUMERICOID:
+		case UUIDOID:
+			return true;
+		default:
+			break;
+	}
+	if (type_is_enum(typid))
+		return true;
+	return typid == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+									CStringGetDatum("fence_token"),
+									ObjectIdGetDatum(extnsp));
+}
+
 /* Parse argument 2, the resource template, into config->parts. */
 static void
 guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
@@ -205,6 +242,7 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 			const char *end = strchr(p + 1, '}');
 			char	   *name;
 			TemplatePart *part;
+			Oid			typid;
 			Oid			typoutput;
 			bool		typisvarlena;
 
@@ -230,9 +268,15 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("resource template of trigger \"%s\" must not name the token column \"%s\"",
 								trigger->tgname, name)));
-			getTypeOutputInfo(TupleDescAttr(RelationGetDescr(rel),
-											part->attnum - 1)->atttypid,
-							  &typoutput, &typisvarlena);
+			typid = TupleDescAttr(RelationGetDescr(rel), part->attnum - 1)->atttypid;
+			if (!guard_type_is_stable(typid, config->extnsp))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("resource column \"%s\" of trigger \"%s\" has type %s, whose text depends on session settings",
+								name, trigger->tgname, format_type_be(typid)),
+						 errdetail("The same row would name different resources in sessions with different settings."),
+						 errhint("Use a column of an integer, numeric, text, uuid, boolean or enum type, for example a generated column.")));
+			getTypeOutputInfo(typid, &typoutput, &typisvarlena);
 			fmgr_info_cxt(typoutput, &part->output, config->cxt);
 			p = end + 1;
 		}
