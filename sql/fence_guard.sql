@@ -254,11 +254,32 @@ MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
 	WHEN NOT MATCHED THEN INSERT VALUES (i.order_id, i.tok, i.status);
 SELECT * FROM orders WHERE order_id IN (70, 71) ORDER BY order_id;
 UPDATE incoming SET tok = 6 WHERE order_id = 70;
-MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
+MERGE INTO orders o USING (SELECT * FROM incoming WHERE order_id = 70) i
+	ON o.order_id = i.order_id
 	WHEN MATCHED THEN UPDATE SET status = 'stale', tok = i.tok;
 MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
 	WHEN MATCHED THEN DELETE;
+-- a MERGE lists the columns of all its UPDATE actions as updated: an
+-- action that does not set the token is not saved by another that does
+MERGE INTO orders o USING (SELECT * FROM incoming WHERE order_id = 70) i
+	ON o.order_id = i.order_id
+	WHEN MATCHED AND false THEN UPDATE SET tok = 999
+	WHEN MATCHED THEN UPDATE SET status = 'no token';
+SELECT fence_use('order:70', 3);
+MERGE INTO orders o USING (SELECT * FROM incoming WHERE order_id = 70) i
+	ON o.order_id = i.order_id
+	WHEN MATCHED AND false THEN UPDATE SET tok = 999
+	WHEN MATCHED THEN UPDATE SET status = 'stale declared token';
+-- so in a MERGE, a token equal to the row's counts as not set: a holder
+-- rewriting with its token declares it
+SELECT fence_use('order:70', NULL);
+MERGE INTO orders o USING (SELECT * FROM incoming WHERE order_id = 70) i
+	ON o.order_id = i.order_id
+	WHEN MATCHED THEN UPDATE SET status = 'same token', tok = o.tok;
 SELECT fence_use('order:70', 7), fence_use('order:71', 1);
+MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
+	WHEN MATCHED THEN UPDATE SET status = 'same token', tok = o.tok;
+SELECT * FROM orders WHERE order_id IN (70, 71) ORDER BY order_id;
 MERGE INTO orders o USING incoming i ON o.order_id = i.order_id
 	WHEN MATCHED THEN DELETE;
 SELECT * FROM orders WHERE order_id IN (70, 71);

@@ -38,6 +38,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "declared.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fence_guard.h"
 #include "fence_token.h"
@@ -45,6 +46,7 @@
 #include "marks.h"
 #include "nodes/bitmapset.h"
 #include "storage/proc.h"
+#include "tcop/pquery.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -105,6 +107,94 @@ PG_FUNCTION_INFO_V1(fence_truncate_guard);
  */
 static MemoryContext retired_configs_cxt = NULL;
 
+/*
+ * MERGE statements executing in this backend.  In a MERGE, tg_updatedcols
+ * is the union of the columns of all its UPDATE actions, so the token
+ * column can be listed when the action taken did not assign it.  Counted
+ * by executor hooks; an error between start and end leaves the count too
+ * high until the transaction ends, which only makes the check stricter.
+ * If the library was loaded in the middle of a statement, the hooks missed
+ * its start: loaded_mid_statement covers the rest of that transaction.
+ */
+static int	merges_running = 0;
+static bool loaded_mid_statement = false;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+
+static void
+guard_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (queryDesc->operation == CMD_MERGE)
+		merges_running++;
+}
+
+static void
+guard_ExecutorEnd(QueryDesc *queryDesc)
+{
+	if (queryDesc->operation == CMD_MERGE && merges_running > 0)
+		merges_running--;
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
+/* Whether the row being written may be written by a MERGE. */
+static bool
+guard_in_merge(void)
+{
+	if (merges_running > 0)
+		return true;
+	if (!loaded_mid_statement)
+		return false;
+
+	/*
+	 * The statement's start went unseen: assume a MERGE unless the
+	 * top-level statement is plain DML, which runs no MERGE of its own.
+	 */
+	if (ActivePortal == NULL)
+		return true;
+	switch (ActivePortal->commandTag)
+	{
+		case CMDTAG_INSERT:
+		case CMDTAG_UPDATE:
+		case CMDTAG_DELETE:
+		case CMDTAG_COPY:
+			return false;
+		default:
+			return true;
+	}
+}
+
+/*
+ * Whether the UPDATE being checked assigns the token column.  In a MERGE,
+ * a token equal to the old row's may be the old row's, carried over by an
+ * action that does not assign it: that is no token from the statement.
+ */
+static bool
+guard_update_sets_token(TriggerData *trigdata, AttrNumber attnum)
+{
+	TupleDesc	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	Datum		oldvalue;
+	Datum		newvalue;
+	bool		oldnull;
+	bool		newnull;
+
+	if (!bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
+					   trigdata->tg_updatedcols))
+		return false;
+	if (!guard_in_merge())
+		return true;
+	oldvalue = heap_getattr(trigdata->tg_trigtuple, attnum, tupdesc, &oldnull);
+	newvalue = heap_getattr(trigdata->tg_newtuple, attnum, tupdesc, &newnull);
+	return oldnull || newnull ||
+		DatumGetFenceToken(oldvalue) != DatumGetFenceToken(newvalue);
+}
+
 static void
 guard_relcache_callback(Datum arg, Oid relid)
 {
@@ -124,10 +214,13 @@ guard_relcache_callback(Datum arg, Oid relid)
 static void
 guard_xact_callback(XactEvent event, void *arg)
 {
-	if (retired_configs_cxt != NULL &&
-		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		 event == XACT_EVENT_PREPARE))
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	if (retired_configs_cxt != NULL)
 		MemoryContextReset(retired_configs_cxt);
+	merges_running = 0;
+	loaded_mid_statement = false;
 }
 
 /*
@@ -139,6 +232,11 @@ fence_guard_init(void)
 {
 	CacheRegisterRelcacheCallback(guard_relcache_callback, (Datum) 0);
 	RegisterXactCallback(guard_xact_callback, NULL);
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = guard_ExecutorStart;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = guard_ExecutorEnd;
+	loaded_mid_statement = IsTransactionState();
 }
 
 /* Look up a column named in the trigger's arguments, refusing system ones. */
@@ -516,9 +614,7 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 	}
 
 	newtuple = trigdata->tg_newtuple;
-	token = guard_token(NULL,
-						bms_is_member(config->token_attnum - FirstLowInvalidHeapAttributeNumber,
-									  trigdata->tg_updatedcols),
+	token = guard_token(NULL, guard_update_sets_token(trigdata, config->token_attnum),
 						newtuple, trigger, rel, config->token_attnum);
 
 	/*
@@ -592,8 +688,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	else
 	{
 		newtuple = trigdata->tg_newtuple;
-		statement_sets = bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
-									   trigdata->tg_updatedcols);
+		statement_sets = guard_update_sets_token(trigdata, attnum);
 		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
 	}
 	new_resource = guard_resource(config, trigger, newtuple, tupdesc);
