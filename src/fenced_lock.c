@@ -84,15 +84,18 @@
 #define FENCED_BACKOFF_MIN			4
 #define FENCED_BACKOFF_MAX			128
 
-/* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>". */
-#define FENCED_OWNER_LEN			96
+/* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>", at most 73 bytes. */
+#define FENCED_OWNER_LEN			80
 
 /* Owner strings of unknown-outcome attempts kept per resource. */
 #define FENCED_MAX_MAYBE			8
 
-/* Beyond this many entries, acquisitions prune long-expired leases. */
+/*
+ * Beyond this many entries, an acquisition prunes leases expired for
+ * FENCED_PRUNE_GRACE; the next pruning waits until the map has doubled.
+ */
 #define FENCED_PRUNE_THRESHOLD		1024
-#define FENCED_PRUNE_GRACE			60000	/* ms after expiry */
+#define FENCED_PRUNE_GRACE			1000	/* ms after expiry */
 
 /* Settings. */
 static char *fencing_redis_lock_key = NULL;
@@ -115,7 +118,8 @@ typedef struct Lease
 	TimestampTz expires;		/* by our clock; Redis's decides */
 	char		owner[FENCED_OWNER_LEN];
 	int			nmaybe;			/* owners of unknown-outcome attempts */
-	char		maybe[FENCED_MAX_MAYBE][FENCED_OWNER_LEN];
+	char		(*maybe)[FENCED_OWNER_LEN]; /* FENCED_MAX_MAYBE slots, made
+											 * on first use */
 } Lease;
 
 PG_FUNCTION_INFO_V1(fenced_acquire);
@@ -299,6 +303,7 @@ fenced_wait_arg(FunctionCallInfo fcinfo, int argno)
 #ifdef USE_HIREDIS
 
 static ResourceMap *leases = NULL;
+static long leases_prune_at = FENCED_PRUNE_THRESHOLD;
 
 static RedisScript acquire_script = {"fencing acquire script", FENCED_ACQUIRE_LUA, ""};
 static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
@@ -369,12 +374,8 @@ lease_enter(const char *resource)
 
 		leases = resource_map_create("fencing leases", sizeof(Lease), cxt);
 	}
+	/* a new entry is zeroed: not held, no maybe-owners */
 	lease = resource_map_enter(leases, resource, &found);
-	if (!found)
-	{
-		lease->held = false;
-		lease->nmaybe = 0;
-	}
 	return lease;
 }
 
@@ -384,12 +385,21 @@ lease_lookup(const char *resource)
 	return leases ? resource_map_lookup(leases, resource) : NULL;
 }
 
-/* Remove the entry of resource if nothing is left in it. */
+/* Remove an entry. */
+static void
+lease_remove(Lease *lease)
+{
+	if (lease->maybe != NULL)
+		pfree(lease->maybe);
+	resource_map_remove(leases, lease->key.resource);
+}
+
+/* Remove an entry if nothing is left in it. */
 static void
 lease_forget_if_empty(Lease *lease)
 {
 	if (!lease->held && lease->nmaybe == 0)
-		resource_map_remove(leases, lease->key.resource);
+		lease_remove(lease);
 }
 
 /* Remember an owner whose attempt may have taken the lock. */
@@ -398,6 +408,9 @@ lease_maybe_add(Lease *lease, const char *owner)
 {
 	int			i;
 
+	if (lease->maybe == NULL)
+		lease->maybe = MemoryContextAlloc(leases->cxt,
+										  sizeof(*lease->maybe) * FENCED_MAX_MAYBE);
 	for (i = 0; i < lease->nmaybe; i++)
 		if (strcmp(lease->maybe[i], owner) == 0)
 			return;
@@ -450,6 +463,12 @@ lease_end(Lease *lease)
  * leases_prune
  *		Keep the map of a session that acquires many resources and lets
  *		them expire from growing without bound.
+ *
+ * Only the bookkeeping goes: a lease Redis has surely expired (by our
+ * clock, with a margin) would make fenced_release and fenced_extend say
+ * false anyway.  Declared tokens stay, as they would for a lease kept
+ * until release.  Each pruning scans the map, so the next one waits until
+ * the map has doubled, which keeps the cost per acquisition constant.
  */
 static void
 leases_prune(TimestampTz now)
@@ -457,7 +476,7 @@ leases_prune(TimestampTz now)
 	HASH_SEQ_STATUS status;
 	Lease	   *lease;
 
-	if (hash_get_num_entries(leases->htab) <= FENCED_PRUNE_THRESHOLD)
+	if (hash_get_num_entries(leases->htab) < leases_prune_at)
 		return;
 	hash_seq_init(&status, leases->htab);
 	while ((lease = hash_seq_search(&status)) != NULL)
@@ -465,11 +484,10 @@ leases_prune(TimestampTz now)
 		if (lease->nmaybe == 0 &&
 			(!lease->held ||
 			 TimestampTzPlusMilliseconds(lease->expires, FENCED_PRUNE_GRACE) < now))
-		{
-			lease_end(lease);
-			resource_map_remove(leases, lease->key.resource);
-		}
+			lease_remove(lease);
 	}
+	leases_prune_at = Max(FENCED_PRUNE_THRESHOLD,
+						  2 * hash_get_num_entries(leases->htab));
 }
 
 /* Parse a token sent back by the acquire script. */
@@ -809,7 +827,7 @@ fenced_release(PG_FUNCTION_ARGS)
 		redis_conn_unexpected(release_script.name, "an integer", reply);
 
 	/* Nothing of ours is left in Redis. */
-	resource_map_remove(leases, resource);
+	lease_remove(lease);
 	PG_RETURN_BOOL(reply->integer > 0);
 #else
 	(void) resource;

@@ -292,7 +292,7 @@ redis_conn_init(void)
 
 	DefineCustomIntVariable("fencing.redis_database",
 							"Redis database number to SELECT after connecting.",
-							NULL,
+							"0 means no SELECT; the server's \"databases\" setting bounds the valid numbers.",
 							&fencing_redis_database,
 							0, 0, REDIS_MAX_DATABASE,
 							PGC_SUSET,

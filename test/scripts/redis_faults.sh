@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# fenced_acquire() when Redis misbehaves: stopped, frozen (SIGSTOP),
+# restarted on the same port, answering garbage, answering the wrong thing,
+# silent, refusing (OOM, READONLY); cancel and statement_timeout while
+# waiting; and no hiredis memory or descriptors leaked on any of those
+# paths.  Every error must come within the configured timeout, with a
+# SQLSTATE of class 08 for connection trouble, and leave the backend able
+# to work as soon as Redis is back.
+#
+# Only the redis-server PIDs this script started are ever signalled.
+#
+# Usage: test/scripts/redis_faults.sh   (prints ok/not ok lines; exit 0 = pass)
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+
+harness_start_redis || exit 1
+redis_start_pg "max_files_per_process = 64" || exit 1
+q <<'SQL' >/dev/null
+CREATE TABLE items (id int, tok fence_token, val text);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{id}');
+SQL
+
+sess_open a
+sess a "SET fencing.redis_command_timeout = '500ms'; SET fencing.redis_connect_timeout = '500ms';"
+sess a "SELECT pg_backend_pid();"
+a_pid=$R
+
+# backend_rss_kb / backend_fds: memory and open descriptors of session a
+backend_rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$a_pid/status"; }
+backend_fds() { ls "/proc/$a_pid/fd" | wc -l; }
+
+# leak_loop CONDITION: 2000 failing acquisitions, caught; run once to warm
+# up, then again measured.  Sets S, and LEAK_KB / LEAK_FDS to the growth of
+# the measured run.
+leak_loop() {
+	local sql="DO \$\$ BEGIN FOR i IN 1..2000 LOOP BEGIN PERFORM fenced_acquire('leak'); EXCEPTION WHEN $1 THEN NULL; END; END LOOP; END \$\$;"
+	local rss0 fds0
+	sess a "$sql"
+	rss0=$(backend_rss_kb)
+	fds0=$(backend_fds)
+	sess a "$sql"
+	LEAK_KB=$(($(backend_rss_kb) - rss0))
+	LEAK_FDS=$(($(backend_fds) - fds0))
+}
+
+# --------------------------------------------------------------- stopped
+
+sess a "SELECT fenced_acquire('order:1');"
+expect "with Redis up the session connects" "$R" "1"
+sess a "SELECT fenced_release('order:1');"
+redis_stop
+sess a "BEGIN; INSERT INTO items VALUES (1, 5, 'must not stay'); SELECT fenced_acquire('order:1');"
+expect "Redis stopped: SQLSTATE 08001" "$S" "08001"
+expect_match "the message names host and port" "$R" \
+	"ERROR: +could not connect to Redis server at \"127.0.0.1:$REDIS_PORT\": Connection refused"
+check "the error comes at once (${T} ms)" test "$T" -lt 1000
+sess a "INSERT INTO items VALUES (1, 6, 'nor this');"
+expect "the transaction is aborted" "$S" "25P02"
+sess a "COMMIT;"
+sess a "SELECT count(*), fence_mark('order:1') IS NULL FROM items;"
+expect "nothing was written, no mark moved" "$R" "0|t"
+
+sess a "SET fencing.redis_host = '$REDIS_SOCKET'; SELECT fenced_acquire('order:1');"
+expect "Redis stopped, Unix socket: SQLSTATE 08001" "$S" "08001"
+expect_match "the message names the socket" "$R" \
+	"could not connect to Redis server at \"$REDIS_SOCKET\": (No such file or directory|Connection refused)"
+sess a "RESET fencing.redis_host;"
+
+# ------------------------------------------------ restarted on the same port
+
+harness_redis_launch || exit 1
+sess a "SELECT fenced_acquire('order:2');"
+expect "once Redis is back the same session connects again" "$R" "1"
+redis_stop
+harness_redis_launch || exit 1
+sess a "SELECT fenced_acquire('order:3');"
+expect "a connection the restart closed is replaced without an error" "$S|$R" "00000|1"
+
+# ----------------------------------------------------- frozen with SIGSTOP
+
+sess a "SELECT fenced_acquire('order:4', ttl => '2 s');"
+t_before=$R
+kill -STOP "$REDIS_PID"
+sess a "SELECT fenced_acquire('order:5', ttl => '2 s');"
+expect "Redis frozen: SQLSTATE 08006" "$S" "08006"
+expect_match "timed out, naming host and port" "$R" \
+	"timed out waiting for a reply from Redis server at \"127.0.0.1:$REDIS_PORT\""
+check "within the command timeout of 500 ms (${T} ms)" test "$T" -ge 450 -a "$T" -lt 1500
+sess a "SELECT fenced_acquire('order:5', ttl => '2 s');"
+expect "still frozen: a new connection times out too" "$S" "08006"
+kill -CONT "$REDIS_PID"
+sleep 0.2
+sess a "SELECT fenced_acquire('order:5', ttl => '2 s');"
+token=$R
+counter=$(rcli GET 'fencing:v1:{order:5}:token')
+expect "after SIGCONT the same session gets a token" "$S" "00000"
+expect "the token is the counter's latest value, above the late attempts' tokens" "$token" "$counter"
+check "the late attempts did run (counter $counter > 1)" test "${counter:-0}" -gt 1
+sess a "SELECT owner FROM fenced_leases() WHERE resource = 'order:5';"
+expect "and the lock is the session's, taken over from its own late attempts" \
+	"$(rcli GET 'fencing:v1:{order:5}:lock')" "$R"
+sess a "SELECT fenced_acquire('order:4') > $t_before;"
+expect "the backend is healthy: its other leases still work" "$R" "t"
+
+# ------------------------------------------- interrupts while waiting on Redis
+
+sess a "SET fencing.redis_command_timeout = '10s'; SET statement_timeout = '300ms';"
+kill -STOP "$REDIS_PID"
+sess a "SELECT fenced_acquire('order:6');"
+kill -CONT "$REDIS_PID"
+expect "statement_timeout interrupts a command Redis does not answer" "$S" "57014"
+check "at statement_timeout, not at the command timeout (${T} ms)" test "$T" -lt 1500
+sess a "RESET statement_timeout; SET fencing.redis_command_timeout = '500ms'; SELECT fenced_acquire('order:7');"
+expect "and the next call works on a new connection" "$S" "00000"
+
+rcli SET 'fencing:v1:{busy}:lock' someone-else PX 60000 >/dev/null
+sess a "SET statement_timeout = '300ms'; SELECT fenced_acquire('busy', wait => '30 s');"
+expect "statement_timeout cancels a wait for a busy lock" "$S" "57014"
+check "promptly (${T} ms)" test "$T" -lt 1500
+sess a "RESET statement_timeout;"
+
+out=$SESS_DIR/cancel.out
+PGAPPNAME=fenced_waiter q -c "SELECT fenced_acquire('busy', wait => '30 s')" >"$out" 2>&1 &
+bg=$!
+sleep 0.5
+wait_event=$(q -c "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = 'fenced_waiter'")
+expect "a waiting acquisition shows as an Extension wait" "$wait_event" "Extension:Extension"
+t0=$(now_ms)
+q -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'fenced_waiter'" >/dev/null
+wait $bg
+elapsed=$(($(now_ms) - t0))
+expect_match "pg_cancel_backend ends the wait" "$(cat "$out")" "canceling statement due to user request"
+check "promptly (${elapsed} ms)" test "$elapsed" -lt 1500
+rcli DEL 'fencing:v1:{busy}:lock' >/dev/null
+
+# ------------------------------------------------------------ refusals
+
+rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+rcli CONFIG SET maxmemory 1 >/dev/null
+sess a "SELECT fenced_acquire('order:8');"
+rcli CONFIG SET maxmemory 0 >/dev/null
+expect "Redis out of memory: SQLSTATE 53200" "$S" "53200"
+expect_match "naming host, port and Redis's reason" "$R" \
+	"Redis server at \"127.0.0.1:$REDIS_PORT\" refused fencing acquire script.*DETAIL: +OOM"
+sess a "SELECT fenced_acquire('order:8');"
+expect "the next call works once Redis has room" "$S|$R" "00000|1"
+
+rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+REPLICA_PORT=$(harness_free_port)
+redis-server --bind 127.0.0.1 --port "$REPLICA_PORT" --dir "$REDIS_DIR" --dbfilename replica.rdb \
+	--save '' --appendonly no --replicaof 127.0.0.1 "$REDIS_PORT" \
+	--daemonize no --logfile "$REDIS_DIR/replica.log" &
+HARNESS_PIDS+=("$!")
+for _ in $(seq 200); do
+	redis-cli -p "$REPLICA_PORT" INFO replication 2>/dev/null | grep -q 'master_link_status:up' && break
+	sleep 0.05
+done
+sess a "SET fencing.redis_port = $REPLICA_PORT; SELECT fenced_acquire('order:9');"
+expect "a read-only replica: SQLSTATE 25006" "$S" "25006"
+expect_match "with the reason" "$R" "DETAIL: +READONLY"
+sess a "RESET fencing.redis_port; SELECT fenced_acquire('order:9');"
+expect "pointed back at the primary the session works" "$S|$R" "00000|1"
+
+# --------------------------------------- garbage, wrong answers, silence
+
+FAKE=$SESS_DIR/fake_redis.py
+cat >"$FAKE" <<'PY'
+# A server on 127.0.0.1 or a Unix socket that answers every read like a
+# broken Redis.
+import os, socket, sys, threading
+mode, where = sys.argv[1], sys.argv[2]
+if where.startswith("/"):
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(where)
+    os.chmod(where, 0o777)
+else:
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", int(where)))
+srv.listen(64)
+answer = {"garbage": b"HTTP/1.1 400 Bad Request\r\n\r\n", "status": b"+OK\r\n", "silent": b""}[mode]
+def serve(conn):
+    try:
+        while conn.recv(65536):
+            if answer:
+                conn.sendall(answer)
+    except OSError:
+        pass
+    finally:
+        conn.close()
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+PY
+# start_fake MODE: on a free TCP port
+start_fake() {
+	local try
+	for try in 1 2 3 4 5; do
+		FAKE_PORT=$(harness_free_port)
+		python3 "$FAKE" "$1" "$FAKE_PORT" 2>/dev/null &
+		FAKE_PID=$!
+		HARNESS_PIDS+=("$FAKE_PID")
+		for _ in $(seq 100); do
+			kill -0 "$FAKE_PID" 2>/dev/null || break
+			(exec 3<>"/dev/tcp/127.0.0.1/$FAKE_PORT") 2>/dev/null && return 0
+			sleep 0.05
+		done
+	done
+	return 1
+}
+stop_fake() { kill "$FAKE_PID" 2>/dev/null; wait "$FAKE_PID" 2>/dev/null; }
+
+# start_fake_unix MODE: on FAKE_SOCKET; the leak loops use it, since
+# thousands of TCP connections would leave thousands of TIME_WAITs behind
+FAKE_SOCKET=$SESS_DIR/fake.sock
+start_fake_unix() {
+	rm -f "$FAKE_SOCKET"
+	python3 "$FAKE" "$1" "$FAKE_SOCKET" &
+	FAKE_PID=$!
+	HARNESS_PIDS+=("$FAKE_PID")
+	for _ in $(seq 100); do
+		[ -S "$FAKE_SOCKET" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+start_fake garbage
+sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
+expect "a server answering garbage: SQLSTATE 08P01" "$S" "08P01"
+expect_match "unexpected reply, naming host and port, with hiredis's reason" "$R" \
+	"unexpected reply from Redis server at \"127.0.0.1:$FAKE_PORT\".*DETAIL: +Protocol error"
+stop_fake
+
+start_fake status
+sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
+expect "a server answering the wrong thing: SQLSTATE 08P01" "$S" "08P01"
+expect_match "says what came instead" "$R" "fencing acquire script answered with a status instead of"
+stop_fake
+
+start_fake_unix status
+sess a "SET fencing.redis_host = '$FAKE_SOCKET';"
+leak_loop protocol_violation
+expect "2000 wrong answers, caught each time" "$S" "00000"
+expect "leave no descriptor open" "$LEAK_FDS" "0"
+check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
+stop_fake
+
+start_fake silent
+sess a "RESET fencing.redis_host; SET fencing.redis_port = $FAKE_PORT; SET fencing.redis_command_timeout = '300ms'; SELECT fenced_acquire('order:10');"
+expect "a server that never answers: SQLSTATE 08006" "$S" "08006"
+check "within the command timeout (${T} ms)" test "$T" -lt 1500
+stop_fake
+
+start_fake_unix silent
+sess a "SET fencing.redis_host = '$FAKE_SOCKET'; SET fencing.redis_command_timeout = '1ms';"
+leak_loop connection_failure
+expect "2000 timeouts, caught each time" "$S" "00000"
+expect "leave no descriptor open" "$LEAK_FDS" "0"
+check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
+stop_fake
+
+sess a "SET fencing.redis_host = '$SESS_DIR/no.sock'; SET fencing.redis_command_timeout = '500ms';"
+leak_loop sqlclient_unable_to_establish_sqlconnection
+expect "2000 refused connections, caught each time (max_files_per_process = 64: a leaked reservation would end this)" "$S" "00000"
+expect "leave no descriptor open" "$LEAK_FDS" "0"
+check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
+
+rcli CONFIG SET maxmemory 1 >/dev/null
+sess a "SET fencing.redis_host = '$REDIS_SOCKET';"
+leak_loop out_of_memory
+rcli CONFIG SET maxmemory 0 >/dev/null
+expect "2000 refusals by Redis, caught each time" "$S" "00000"
+expect "leave no descriptor open" "$LEAK_FDS" "0"
+check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
+
+sess a "RESET fencing.redis_host; RESET fencing.redis_port; SELECT fenced_acquire('order:11');"
+expect "after all that the session still works" "$S|$R" "00000|1"
+
+sess_close a
+redis_finish

@@ -1,0 +1,169 @@
+# Shared by the test/scripts/redis_*.sh suites: sourced, not run.
+#
+# Each suite starts its own redis-server and PostgreSQL cluster through the
+# harness (loopback and Unix sockets only), prints "ok - ..." or
+# "not ok - ..." per check, and ends with redis_finish, which exits non-zero
+# if any check failed.
+#
+# Long-lived psql sessions ("same session reconnects") are psql processes
+# reading from a FIFO:
+#
+#   sess_open a                   start session "a"
+#   sess a "SELECT 1;"            run SQL in it; sets R (output: rows and
+#                                 messages) and S (SQLSTATE, 00000 on success)
+#                                 and T (elapsed ms)
+
+# shellcheck source-path=SCRIPTDIR source=../lib/harness.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
+
+REDIS_TESTS=0
+REDIS_FAILED=0
+
+# A TCP port on 127.0.0.1 that nothing listens on, below the kernel's
+# ephemeral range: a port inside it can meanwhile become the local end of
+# an outgoing connection, or of the TIME_WAIT one leaves behind, and then
+# restarting Redis on its own port fails.  (Overrides the harness's.)
+harness_free_port() {
+	local low port
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	[ "$low" -gt 11000 ] || low=32768
+	for _ in $(seq 200); do
+		port=$((10000 + RANDOM % (low - 10000)))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	return 1
+}
+
+ok() {
+	REDIS_TESTS=$((REDIS_TESTS + 1))
+	echo "ok - $*"
+}
+
+not_ok() {
+	REDIS_TESTS=$((REDIS_TESTS + 1))
+	REDIS_FAILED=$((REDIS_FAILED + 1))
+	echo "not ok - $*"
+}
+
+# check DESCRIPTION COMMAND...: ok when the command succeeds.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+# expect DESCRIPTION GOT WANT: ok when equal, else show both.
+expect() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1"
+		printf '#   got:  %s\n#   want: %s\n' "$2" "$3"
+	fi
+}
+
+# expect_match DESCRIPTION TEXT REGEX (extended; TEXT's lines are joined
+# with spaces, so that a pattern can span a message and its DETAIL)
+expect_match() {
+	if printf '%s' "$2" | tr '\n' ' ' | grep -Eq -- "$3"; then
+		ok "$1"
+	else
+		not_ok "$1"
+		printf '#   got:  %s\n#   want: /%s/\n' "$2" "$3"
+	fi
+}
+
+# expect_no_match DESCRIPTION TEXT FIXED-STRING
+expect_no_match() {
+	if printf '%s' "$2" | grep -Fq -- "$3"; then
+		not_ok "$1"
+		printf '#   found %s in: %s\n' "$3" "$2"
+	else
+		ok "$1"
+	fi
+}
+
+redis_finish() {
+	echo "# $REDIS_TESTS checks, $REDIS_FAILED failed"
+	[ "$REDIS_FAILED" -eq 0 ]
+}
+
+# One-shot query as the superuser: unaligned, tuples only.
+q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
+
+# redis-cli against the harness's server, over its Unix socket.
+REDIS_CLI_AUTH=()
+rcli() { redis-cli -s "$REDIS_SOCKET" "${REDIS_CLI_AUTH[@]}" "$@" 2>/dev/null; }
+
+# Start PostgreSQL with fencing preloaded, pointed at the harness's Redis
+# (which must be started first), and create the extension.
+redis_start_pg() {
+	harness_start_pg \
+		"shared_preload_libraries = 'fencing'" \
+		"fencing.redis_host = '127.0.0.1'" \
+		"fencing.redis_port = $REDIS_PORT" \
+		"$@" || return 1
+	q -c "CREATE EXTENSION fencing" >/dev/null
+}
+
+# Stop the harness's redis-server (only the PID it started) and wait.
+redis_stop() {
+	kill -CONT "$REDIS_PID" 2>/dev/null
+	kill -TERM "$REDIS_PID" 2>/dev/null
+	for _ in $(seq 100); do
+		kill -0 "$REDIS_PID" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	kill -KILL "$REDIS_PID" 2>/dev/null
+}
+
+# Milliseconds since the epoch.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+SESS_DIR=
+declare -A SESS_FD SESS_PID
+
+# sess_open NAME [psql options]
+sess_open() {
+	local name=$1 fd
+	shift
+	[ -n "$SESS_DIR" ] || harness_tmpdir SESS_DIR
+	mkfifo "$SESS_DIR/$name.in"
+	: >"$SESS_DIR/$name.out"
+	psql -X -q -A -t -v ON_ERROR_STOP=0 "$@" <"$SESS_DIR/$name.in" >"$SESS_DIR/$name.out" 2>&1 &
+	SESS_PID[$name]=$!
+	HARNESS_PIDS+=("$!")
+	exec {fd}>"$SESS_DIR/$name.in"
+	SESS_FD[$name]=$fd
+	sess "$name" "\\set SHOW_CONTEXT never"
+}
+
+# sess NAME SQL: see the header.  Gives up after 60 s.
+sess() {
+	local name=$1 sql=$2 out=$SESS_DIR/$1.out mark start size t0 i
+	mark="__sess_done_${RANDOM}${RANDOM}__"
+	start=$(stat -c %s "$out")
+	t0=$(now_ms)
+	printf '%s\n\\echo %s :SQLSTATE\n' "$sql" "$mark" >&"${SESS_FD[$name]}"
+	for ((i = 0; i < 6000; i++)); do
+		grep -q "^$mark" "$out" && break
+		sleep 0.01
+	done
+	T=$(($(now_ms) - t0))
+	R=$(tail -c +$((start + 1)) "$out" | sed "/^$mark/,\$d")
+	S=$(tail -c +$((start + 1)) "$out" | sed -n "s/^$mark //p")
+	[ -n "$S" ] || S=timeout
+}
+
+# sess_close NAME
+sess_close() {
+	local fd=${SESS_FD[$1]}
+	# \q rather than end of file: later children inherited the FIFO's
+	# write end, so closing ours alone does not end psql's input
+	printf '\\q\n' >&"$fd"
+	exec {fd}>&-
+	wait "${SESS_PID[$1]}" 2>/dev/null
+}
