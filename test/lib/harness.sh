@@ -99,11 +99,14 @@ harness_tmpdir() {
 	printf -v "$1" '%s' "$d"
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on.
+# A TCP port on 127.0.0.1 that nothing listens on, below the kernel's
+# range for outgoing connections, so that a server restarted on it does not
+# find it taken by a client's ephemeral port.
 harness_free_port() {
-	local port
+	local port low
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 	for _ in $(seq 200); do
-		port=$((20000 + RANDOM % 40000))
+		port=$((20000 + RANDOM % (low - 20000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
