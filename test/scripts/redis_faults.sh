@@ -255,7 +255,10 @@ stop_fake
 
 start_fake_unix silent
 sess a "SET fencing.redis_host = '$FAKE_SOCKET'; SET fencing.redis_command_timeout = '1ms';"
-leak_loop connection_failure
+# Timed-out connections pile up in the silent server faster than it can
+# take them on a loaded machine, so some attempts find its backlog full
+# and fail to connect (08001) instead of timing out (08006): both count.
+leak_loop "connection_failure OR sqlclient_unable_to_establish_sqlconnection"
 expect "2000 timeouts, caught each time" "$S" "00000"
 expect "leave no descriptor open" "$LEAK_FDS" "0"
 check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
