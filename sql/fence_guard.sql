@@ -347,7 +347,16 @@ COMMIT;
 -- (acct:1 and acct:472 share one of its slots)
 INSERT INTO ledger VALUES (8, 1, 14), (9, 472, 14), (10, 1, 14);
 SELECT id, acct, tok FROM ledger WHERE id >= 5 ORDER BY id;
-DROP TABLE ledger;
+-- a non-strict check of the same resource that found the mark at the
+-- token, earlier in the transaction, does not make the token this one's
+CREATE TABLE loose (acct int, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON loose
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'acct:{acct}');
+BEGIN;
+INSERT INTO loose VALUES (1, 14);
+INSERT INTO ledger VALUES (11, 1, 14);
+ROLLBACK;
+DROP TABLE ledger, loose;
 
 -- partitioned tables: the trigger on the parent guards every partition
 CREATE TABLE events (region int, id int, tok fence_token, v text)

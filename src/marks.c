@@ -99,6 +99,7 @@ typedef struct CheckedSlot
 	char	   *resource;		/* NULL if the slot is free */
 	uint32		hash;
 	FenceToken	token;			/* the mark, locked by this transaction */
+	bool		written;		/* and set by it, not found at token */
 	SubTransactionId subid;		/* subtransaction that took the lock */
 } CheckedSlot;
 
@@ -231,7 +232,8 @@ checked_lookup(const char *resource, uint32 hash)
 }
 
 static void
-checked_remember(const char *resource, uint32 hash, FenceToken token)
+checked_remember(const char *resource, uint32 hash, FenceToken token,
+				 bool written)
 {
 	CheckedSlot *slot = &checked[hash % CHECKED_SLOTS];
 
@@ -244,6 +246,7 @@ checked_remember(const char *resource, uint32 hash, FenceToken token)
 	slot->resource = MemoryContextStrdup(checked_cxt, resource);
 	slot->hash = hash;
 	slot->token = token;
+	slot->written = written;
 	slot->subid = GetCurrentSubTransactionId();
 	checked_count++;
 }
@@ -417,9 +420,11 @@ marks_token_of(MarksRel *m, HeapTuple tuple)
  * Returns true when the write is accepted, with the mark at token and
  * locked by this transaction; false when the mark is above token (or
  * equal, in strict mode), with *mark set and the row still locked.
+ * *written says whether this transaction set the mark it found or made.
  */
 static bool
-marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark)
+marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
+			bool *written)
 {
 	bool		insert_locked = false;
 	LOCKTAG		insert_tag;
@@ -500,8 +505,9 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark)
 				 * it, which may write many rows with it.
 				 */
 				CommandCounterIncrement();
+				*written = marks_written_here(tuple);
 				return *mark == token &&
-					(mode != CLAIM_CHECK_STRICT || marks_written_here(tuple));
+					(mode != CLAIM_CHECK_STRICT || *written);
 			}
 		}
 
@@ -515,6 +521,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark)
 
 	/* Later lookups in this transaction must see what we wrote. */
 	CommandCounterIncrement();
+	*written = true;
 	return true;
 }
 
@@ -534,19 +541,24 @@ marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
 	CheckedSlot *slot = checked_lookup(resource, hash);
 	MarksRel	m;
 	FenceToken	mark;
+	bool		written;
 	bool		accepted;
 
-	if (slot != NULL && slot->token == token)
+	/*
+	 * Strict mode accepts an equal mark only from the transaction that set
+	 * it, which a check that merely found the mark at the token did not.
+	 */
+	if (slot != NULL && slot->token == token && (slot->written || !strict))
 		return;
 
 	marks_open(&m, extnsp, resource, RowExclusiveLock);
 	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-						   &mark);
+						   &mark, &written);
 	marks_close(&m);
 
 	if (accepted)
 	{
-		checked_remember(resource, hash, token);
+		checked_remember(resource, hash, token, written);
 		return;
 	}
 
@@ -635,6 +647,7 @@ fence_advance(PG_FUNCTION_ARGS)
 	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	char	   *resource;
 	FenceToken	mark;
+	bool		written;
 	MarksRel	m;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
@@ -645,7 +658,8 @@ fence_advance(PG_FUNCTION_ARGS)
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
 	marks_open(&m, extnsp, resource, RowExclusiveLock);
-	(void) marks_claim(&m, PG_GETARG_FENCE_TOKEN(1), CLAIM_ADVANCE, &mark);
+	(void) marks_claim(&m, PG_GETARG_FENCE_TOKEN(1), CLAIM_ADVANCE, &mark,
+					   &written);
 	marks_close(&m);
 
 	/* A cached check at an older token no longer describes the mark. */
