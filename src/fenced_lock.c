@@ -164,7 +164,7 @@ fenced_lock_init(void)
 							   "Template of the Redis key that holds the lock of a resource.",
 							   "\"<resource>\" stands for the resource name.  The default is key layout v1; set \"lock:<resource>\" to share locks with clients of the classic lock:/fence: layout.",
 							   &fencing_redis_lock_key,
-							   "fencing:v1:{<resource>}:lock",
+							   "fencing:v1:{r:<resource>}:lock",
 							   PGC_SUSET,
 							   0,
 							   check_key_template, NULL, NULL);
@@ -173,7 +173,7 @@ fenced_lock_init(void)
 							   "Template of the Redis key that counts the tokens of a resource.",
 							   "\"<resource>\" stands for the resource name.  The key never expires.  The default is key layout v1; set \"fence:<resource>\" to share tokens with clients of the classic lock:/fence: layout.",
 							   &fencing_redis_token_key,
-							   "fencing:v1:{<resource>}:token",
+							   "fencing:v1:{r:<resource>}:token",
 							   PGC_SUSET,
 							   0,
 							   check_key_template, NULL, NULL);

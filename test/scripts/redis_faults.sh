@@ -93,13 +93,13 @@ kill -CONT "$REDIS_PID"
 sleep 0.2
 sess a "SELECT fenced_acquire('order:5', ttl => '2 s');"
 token=$R
-counter=$(rcli GET 'fencing:v1:{order:5}:token')
+counter=$(rcli GET 'fencing:v1:{r:order:5}:token')
 expect "after SIGCONT the same session gets a token" "$S" "00000"
 expect "the token is the counter's latest value, above the late attempts' tokens" "$token" "$counter"
 check "the late attempts did run (counter $counter > 1)" test "${counter:-0}" -gt 1
 sess a "SELECT owner FROM fenced_leases() WHERE resource = 'order:5';"
 expect "and the lock is the session's, taken over from its own late attempts" \
-	"$(rcli GET 'fencing:v1:{order:5}:lock')" "$R"
+	"$(rcli GET 'fencing:v1:{r:order:5}:lock')" "$R"
 sess a "SELECT fenced_acquire('order:4') > $t_before;"
 expect "the backend is healthy: its other leases still work" "$R" "t"
 
@@ -114,7 +114,7 @@ check "at statement_timeout, not at the command timeout (${T} ms)" test "$T" -lt
 sess a "RESET statement_timeout; SET fencing.redis_command_timeout = '500ms'; SELECT fenced_acquire('order:7');"
 expect "and the next call works on a new connection" "$S" "00000"
 
-rcli SET 'fencing:v1:{busy}:lock' someone-else PX 60000 >/dev/null
+rcli SET 'fencing:v1:{r:busy}:lock' someone-else PX 60000 >/dev/null
 sess a "SET statement_timeout = '300ms'; SELECT fenced_acquire('busy', wait => '30 s');"
 expect "statement_timeout cancels a wait for a busy lock" "$S" "57014"
 check "promptly (${T} ms)" test "$T" -lt 1500
@@ -132,7 +132,7 @@ wait $bg
 elapsed=$(($(now_ms) - t0))
 expect_match "pg_cancel_backend ends the wait" "$(cat "$out")" "canceling statement due to user request"
 check "promptly (${elapsed} ms)" test "$elapsed" -lt 1500
-rcli DEL 'fencing:v1:{busy}:lock' >/dev/null
+rcli DEL 'fencing:v1:{r:busy}:lock' >/dev/null
 
 # ------------------------------------------------------------ refusals
 

@@ -32,13 +32,13 @@ sess a "SELECT resource || ' ' || token || ' ' || owner FROM fenced_leases();"
 lease=$R
 owner=${lease##* }
 expect_match "fenced_leases() lists the lease" "$lease" '^order:1 1 pg:'
-expect "the lock key holds this lease's owner" "$(rcli GET 'fencing:v1:{order:1}:lock')" "$owner"
+expect "the lock key holds this lease's owner" "$(rcli GET 'fencing:v1:{r:order:1}:lock')" "$owner"
 sess a "SELECT system_identifier || ':' || pg_backend_pid() FROM pg_control_system();"
 expect_match "the owner names the server (system identifier) and the backend (PID)" \
 	"$owner" "^pg:$R:[0-9]+:[0-9a-f]{16}\$"
-pttl=$(rcli PTTL 'fencing:v1:{order:1}:lock')
+pttl=$(rcli PTTL 'fencing:v1:{r:order:1}:lock')
 check "the lock key expires within the default ttl of 30 s (pttl $pttl)" test "$pttl" -gt 25000 -a "$pttl" -le 30000
-expect "the token key never expires" "$(rcli PTTL 'fencing:v1:{order:1}:token')" "-1"
+expect "the token key never expires" "$(rcli PTTL 'fencing:v1:{r:order:1}:token')" "-1"
 sess a "SELECT expires - acquired FROM fenced_leases();"
 expect "the lease records acquired and expires" "$R" "00:00:30"
 
@@ -57,14 +57,14 @@ expect "and raises the resource's mark" "$R" "1"
 
 sess a "SELECT fenced_extend('order:1', ttl => '100 s');"
 expect "the holder extends its lock" "$R" "t"
-pttl=$(rcli PTTL 'fencing:v1:{order:1}:lock')
+pttl=$(rcli PTTL 'fencing:v1:{r:order:1}:lock')
 check "the extension reaches Redis (pttl $pttl)" test "$pttl" -gt 90000
 sess b "SELECT fenced_release('order:1'), fenced_extend('order:1');"
 expect "a session without the lease can neither release nor extend it" "$R" "f|f"
-expect "and the lock is still the holder's" "$(rcli GET 'fencing:v1:{order:1}:lock')" "$owner"
+expect "and the lock is still the holder's" "$(rcli GET 'fencing:v1:{r:order:1}:lock')" "$owner"
 sess a "SELECT fenced_release('order:1');"
 expect "the holder releases its lock" "$R" "t"
-expect "the lock key is gone" "$(rcli EXISTS 'fencing:v1:{order:1}:lock')" "0"
+expect "the lock key is gone" "$(rcli EXISTS 'fencing:v1:{r:order:1}:lock')" "0"
 sess a "SELECT count(*) FROM fence_declared() WHERE resource = 'order:1';"
 expect "releasing withdraws the declared token" "$R" "0"
 sess a "INSERT INTO items (id, val) VALUES (1, 'after release');"
@@ -89,7 +89,7 @@ sess a "SELECT fenced_release('order:2');"
 expect "the old holder's release of the taken-over lock says false" "$R" "f"
 sess a "SELECT fenced_extend('order:2');"
 expect "and so does its extend" "$R" "f"
-check "and the new holder still has the lock" test "$(rcli EXISTS 'fencing:v1:{order:2}:lock')" = 1
+check "and the new holder still has the lock" test "$(rcli EXISTS 'fencing:v1:{r:order:2}:lock')" = 1
 sess b "SELECT fenced_release('order:2');"
 expect "the new holder releases it" "$R" "t"
 
@@ -116,7 +116,7 @@ sess a "SELECT count(*) FROM fenced_leases() WHERE resource = 'order:4';"
 expect "and keeps one lease" "$R" "1"
 
 sess a "SET fencing.default_ttl = '1500ms'; SELECT fenced_acquire('order:5');"
-pttl=$(rcli PTTL 'fencing:v1:{order:5}:lock')
+pttl=$(rcli PTTL 'fencing:v1:{r:order:5}:lock')
 check "a NULL ttl means fencing.default_ttl (pttl $pttl)" test "$pttl" -gt 1000 -a "$pttl" -le 1500
 sess a "RESET fencing.default_ttl;"
 
@@ -144,7 +144,7 @@ check "after FLUSHALL the token is above the database's mark ($token > $mark)" \
 expect_match "one WARNING names the resource, the token Redis would have issued and the mark" \
 	"$R" "WARNING: +token counter in Redis for resource \"order:6\" went backwards: next token 1 is not above the high-water mark $mark"
 expect "exactly one" "$(echo "$R" | grep -c WARNING)" "1"
-expect "the Redis counter was raised past the mark" "$(rcli GET 'fencing:v1:{order:6}:token')" "$token"
+expect "the Redis counter was raised past the mark" "$(rcli GET 'fencing:v1:{r:order:6}:token')" "$token"
 sess a "INSERT INTO items (id, val) VALUES (6, 'after repair');"
 expect "the holder of the repaired token writes" "$S" "00000"
 
@@ -160,20 +160,20 @@ expect_match "and EVALSHA is used again after it" "$stats" 'cmdstat_evalsha:call
 
 # ------------------------------------------------------ precision above 2^53
 
-rcli SET 'fencing:v1:{big}:token' 9007199254740993 >/dev/null
+rcli SET 'fencing:v1:{r:big}:token' 9007199254740993 >/dev/null
 sess a "SELECT fenced_acquire('big');"
 expect "a counter above 2^53 comes back exact (9007199254740993 + 1)" "$R" "9007199254740994"
-rcli SET 'fencing:v1:{max}:token' 9223372036854775806 >/dev/null
+rcli SET 'fencing:v1:{r:max}:token' 9223372036854775806 >/dev/null
 sess a "SELECT fenced_acquire('max');"
 expect "the largest token comes back exact" "$R" "9223372036854775807"
 sess a "SELECT fenced_release('max'); SELECT fenced_acquire('max');"
 expect "a counter that would overflow is an error, not a wrapped token" "$S" "58000"
-expect "and takes no lock" "$(rcli EXISTS 'fencing:v1:{max}:lock')" "0"
-rcli SET 'fencing:v1:{junk}:token' 'not a number' >/dev/null
+expect "and takes no lock" "$(rcli EXISTS 'fencing:v1:{r:max}:lock')" "0"
+rcli SET 'fencing:v1:{r:junk}:token' 'not a number' >/dev/null
 sess a "SELECT fenced_acquire('junk');"
 expect "a counter that is not a number is an error" "$S" "58000"
-expect "and leaves the lock untaken" "$(rcli EXISTS 'fencing:v1:{junk}:lock')" "0"
-expect "and the counter untouched" "$(rcli GET 'fencing:v1:{junk}:token')" "not a number"
+expect "and leaves the lock untaken" "$(rcli EXISTS 'fencing:v1:{r:junk}:lock')" "0"
+expect "and the counter untouched" "$(rcli GET 'fencing:v1:{r:junk}:token')" "not a number"
 
 # ------------------------------ sharing keys with the classic lock:/fence: recipe
 
@@ -207,7 +207,7 @@ sess b "RESET fencing.redis_lock_key; RESET fencing.redis_token_key;"
 
 sess b "SET fencing.redis_host = '$REDIS_SOCKET'; SET fencing.redis_database = 3; SELECT fenced_acquire('order:9');"
 expect "a host that is a path connects over the Unix socket, and SELECTs the database" "$R" "1"
-expect "the keys are in that database" "$(rcli -n 3 EXISTS 'fencing:v1:{order:9}:lock')" "1"
+expect "the keys are in that database" "$(rcli -n 3 EXISTS 'fencing:v1:{r:order:9}:lock')" "1"
 sess b "RESET fencing.redis_database; SELECT fenced_release('order:9');"
 expect "changing a connection setting reconnects: release looks in database 0 now" "$R" "f"
 sess b "SET fencing.redis_database = 3; SELECT fenced_acquire('order:9') IS NULL;"
@@ -228,12 +228,12 @@ for _ in $(seq 200); do
 done
 sess b "SET fencing.redis_wait_replicas = 1; SELECT fenced_acquire('order:10');"
 check "with one replica attached, WAIT 1 succeeds" test -n "$R" -a "$S" = 00000
-expect "and the replica has the lock" "$(redis-cli -p "$REPLICA_PORT" EXISTS 'fencing:v1:{order:10}:lock')" "1"
+expect "and the replica has the lock" "$(redis-cli -p "$REPLICA_PORT" EXISTS 'fencing:v1:{r:order:10}:lock')" "1"
 sess b "SET fencing.redis_wait_replicas = 2; SET fencing.redis_wait_timeout = '200ms'; SELECT fenced_acquire('order:11');"
 expect "too few replicas acknowledging is an error (55000)" "$S" "55000"
 expect_match "naming the count" "$R" 'only 1 of 2 Redis replicas acknowledged the lock on resource "order:11"'
 check "within the wait timeout (${T} ms)" test "$T" -lt 1500
-expect "and the lock is given back" "$(rcli EXISTS 'fencing:v1:{order:11}:lock')" "0"
+expect "and the lock is given back" "$(rcli EXISTS 'fencing:v1:{r:order:11}:lock')" "0"
 sess b "RESET fencing.redis_wait_replicas; SELECT fenced_acquire('order:11') IS NOT NULL;"
 expect "the next acquisition without WAIT works" "$R" "t"
 
