@@ -304,6 +304,25 @@ INSERT INTO cells VALUES ('s1', 1, 2, 3, 'x');
 SELECT resource, token FROM fence_marks WHERE resource LIKE '{cell}%';
 DROP TABLE cells;
 
+-- values that compare equal name one resource, however they are spelt
+CREATE TABLE spelt (n numeric, c character(4), tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON spelt
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'spelt:{n}:{c}');
+INSERT INTO spelt VALUES (42, 'ab', 34);
+INSERT INTO spelt VALUES (42.0, 'ab  ', 33);
+INSERT INTO spelt VALUES (42.000, 'ab', 34);
+SELECT resource, token FROM fence_marks WHERE resource LIKE 'spelt:%';
+DROP TABLE spelt;
+-- a nondeterministic collation makes equal values of different spelling
+CREATE COLLATION fence_ci (provider = icu, locale = 'und-u-ks-level2',
+	deterministic = false);
+CREATE TABLE folded (k text COLLATE fence_ci, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON folded
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'folded:{k}');
+INSERT INTO folded VALUES ('A', 1);
+DROP TABLE folded;
+DROP COLLATION fence_ci;
+
 -- enums and domains over stable types are stable too
 CREATE TYPE color AS ENUM ('red', 'green');
 CREATE DOMAIN sku AS text CHECK (VALUE <> '');
@@ -377,7 +396,20 @@ SELECT tableoid::regclass, * FROM events ORDER BY id;
 SELECT fence_use('event:1', 11);
 UPDATE events SET region = 1 WHERE id = 1;
 SELECT tableoid::regclass, * FROM events ORDER BY id;
-DROP TABLE events;
+SELECT fence_use('event:1', NULL);
+-- the move keeps the statement's token when a later trigger runs SQL
+CREATE TABLE event_audit (id int);
+CREATE FUNCTION event_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO event_audit VALUES (NEW.id);
+	RETURN NEW;
+END $$;
+CREATE TRIGGER z_audit BEFORE UPDATE ON events
+	FOR EACH ROW EXECUTE FUNCTION event_audit();
+UPDATE events SET region = 2, tok = 12 WHERE id = 1;
+SELECT tableoid::regclass, * FROM events ORDER BY id;
+DROP TABLE events, event_audit;
+DROP FUNCTION event_audit();
 
 -- the trigger follows DDL on its table: its arguments are checked again
 CREATE TABLE ddl (a int, tok fence_token);
@@ -391,6 +423,16 @@ ALTER TABLE ddl DROP COLUMN a, ADD COLUMN a text;
 INSERT INTO ddl (a, tok) VALUES ('x', 1);
 SELECT resource, token FROM fence_marks WHERE resource LIKE 'ddl:%' ORDER BY 1;
 DROP TABLE ddl;
+
+-- a read-only transaction can write a temporary table, but no mark
+CREATE TEMP TABLE scratch (id int, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON scratch
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'scratch:{id}');
+BEGIN TRANSACTION READ ONLY;
+INSERT INTO scratch VALUES (1, 500);
+ROLLBACK;
+SELECT count(*) AS scratch_marks FROM fence_marks WHERE resource LIKE 'scratch:%';
+DROP TABLE scratch;
 
 -- fence_advance raises by hand and never lowers; fence_forget forgets
 SELECT fence_advance('order:42', 100);

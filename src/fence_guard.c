@@ -46,11 +46,11 @@
 #include "marks.h"
 #include "nodes/bitmapset.h"
 #include "storage/proc.h"
-#include "tcop/pquery.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -60,6 +60,7 @@ typedef struct TemplatePart
 {
 	char	   *literal;		/* NULL for a column */
 	AttrNumber	attnum;
+	Oid			basetype;		/* the column's type, under any domain */
 	FmgrInfo	output;			/* the column type's output function */
 } TemplatePart;
 
@@ -83,13 +84,14 @@ static HTAB *guard_configs = NULL;
  * The token of the last UPDATE checked, for the DELETE half of a row moved
  * to another partition: that DELETE fires right after the UPDATE on the
  * same row and, having no NEW row, could not otherwise see the token the
- * statement set.
+ * statement set.  Kept for the transaction (a trigger running SQL between
+ * the two halves must not make us forget it); a memo outliving its move
+ * only ever supplies a token, which is still checked against the mark.
  */
 static struct
 {
 	bool		valid;
 	LocalTransactionId lxid;
-	CommandId	cid;
 	Oid			relid;
 	ItemPointerData tid;
 	FenceToken	token;
@@ -114,7 +116,8 @@ static MemoryContext retired_configs_cxt = NULL;
  * by executor hooks; an error between start and end leaves the count too
  * high until the transaction ends, which only makes the check stricter.
  * If the library was loaded in the middle of a statement, the hooks missed
- * its start: loaded_mid_statement covers the rest of that transaction.
+ * its start: loaded_mid_statement assumes a MERGE for the rest of that
+ * transaction.  Preloading the library avoids that.
  */
 static int	merges_running = 0;
 static bool loaded_mid_statement = false;
@@ -149,25 +152,11 @@ guard_in_merge(void)
 {
 	if (merges_running > 0)
 		return true;
-	if (!loaded_mid_statement)
-		return false;
-
 	/*
-	 * The statement's start went unseen: assume a MERGE unless the
-	 * top-level statement is plain DML, which runs no MERGE of its own.
+	 * Loaded in the middle of a statement, whose start went unseen: it, or
+	 * a statement it runs, may be a MERGE, until the transaction ends.
 	 */
-	if (ActivePortal == NULL)
-		return true;
-	switch (ActivePortal->commandTag)
-	{
-		case CMDTAG_INSERT:
-		case CMDTAG_UPDATE:
-		case CMDTAG_DELETE:
-		case CMDTAG_COPY:
-			return false;
-		default:
-			return true;
-	}
+	return loaded_mid_statement;
 }
 
 /*
@@ -239,19 +228,28 @@ fence_guard_init(void)
 	loaded_mid_statement = IsTransactionState();
 }
 
-/* Look up a column named in the trigger's arguments, refusing system ones. */
+/*
+ * Look up a column named in the trigger's arguments, refusing system ones;
+ * is_token says which argument named it, for the message.
+ */
 static AttrNumber
-guard_column(Trigger *trigger, Relation rel, const char *name,
-			 const char *role)
+guard_column(Trigger *trigger, Relation rel, const char *name, bool is_token)
 {
 	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
 
 	if (attnum == SPI_ERROR_NOATTRIBUTE || attnum <= 0)
+	{
+		if (is_token)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("token column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
+							name, trigger->tgname,
+							RelationGetRelationName(rel))));
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("%s column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
-						role, name, trigger->tgname,
-						RelationGetRelationName(rel))));
+				 errmsg("resource column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
+						name, trigger->tgname, RelationGetRelationName(rel))));
+	}
 	return (AttrNumber) attnum;
 }
 
@@ -341,6 +339,7 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 			char	   *name;
 			TemplatePart *part;
 			Oid			typid;
+			Oid			collation;
 			Oid			typoutput;
 			bool		typisvarlena;
 
@@ -360,7 +359,7 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 			}
 			part = &config->parts[config->nparts++];
 			part->literal = NULL;
-			part->attnum = guard_column(trigger, rel, name, "resource");
+			part->attnum = guard_column(trigger, rel, name, false);
 			if (part->attnum == config->token_attnum)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -374,6 +373,14 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 								name, trigger->tgname, format_type_be(typid)),
 						 errdetail("The same row would name different resources in sessions with different settings."),
 						 errhint("Use a column of an integer, numeric, text, uuid, boolean or enum type, for example a generated column.")));
+			collation = TupleDescAttr(RelationGetDescr(rel), part->attnum - 1)->attcollation;
+			if (OidIsValid(collation) && !get_collation_isdeterministic(collation))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("resource column \"%s\" of trigger \"%s\" has a nondeterministic collation",
+								name, trigger->tgname),
+						 errdetail("Values equal under it are spelt differently, and each spelling would have a mark of its own.")));
+			part->basetype = getBaseType(typid);
 			getTypeOutputInfo(typid, &typoutput, &typisvarlena);
 			fmgr_info_cxt(typoutput, &part->output, config->cxt);
 			p = end + 1;
@@ -432,7 +439,7 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 		draft.cxt = cxt;
 
 		draft.token_attnum = guard_column(trigger, rel, trigger->tgargs[0],
-										  "token");
+										  true);
 		token_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 									 CStringGetDatum("fence_token"),
 									 ObjectIdGetDatum(draft.extnsp));
@@ -508,7 +515,23 @@ guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 							NameStr(TupleDescAttr(tupdesc, part->attnum - 1)->attname),
 							trigger->tgname),
 					 errdetail("A fenced row must name its resource.")));
-		appendStringInfoString(&buf, OutputFunctionCall(&part->output, value));
+		/*
+		 * Values that compare equal must name one resource: numeric 42 and
+		 * 42.0, character(n) with or without trailing blanks.
+		 */
+		if (part->basetype == NUMERICOID)
+			appendStringInfoString(&buf, numeric_normalize(DatumGetNumeric(value)));
+		else if (part->basetype == BPCHAROID)
+		{
+			char	   *text = OutputFunctionCall(&part->output, value);
+			int			len = strlen(text);
+
+			while (len > 0 && text[len - 1] == ' ')
+				len--;
+			appendBinaryStringInfo(&buf, text, len);
+		}
+		else
+			appendStringInfoString(&buf, OutputFunctionCall(&part->output, value));
 	}
 	return buf.data;
 }
@@ -668,7 +691,6 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	{
 		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
 		if (moving_row.valid && moving_row.lxid == MyProc->lxid &&
-			moving_row.cid == GetCurrentCommandId(false) &&
 			moving_row.relid == RelationGetRelid(rel) &&
 			ItemPointerEquals(&moving_row.tid, &oldtuple->t_self))
 			old_token = moving_row.token;
@@ -725,7 +747,6 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	{
 		moving_row.valid = true;
 		moving_row.lxid = MyProc->lxid;
-		moving_row.cid = GetCurrentCommandId(false);
 		moving_row.relid = RelationGetRelid(rel);
 		moving_row.tid = oldtuple->t_self;
 		moving_row.token = old_resource && strcmp(old_resource, new_resource) != 0 ?

@@ -63,7 +63,6 @@
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -128,21 +127,6 @@ static MemoryContext checked_cxt = NULL;
 PG_FUNCTION_INFO_V1(fence_mark);
 PG_FUNCTION_INFO_V1(fence_advance);
 PG_FUNCTION_INFO_V1(fence_forget);
-
-/*
- * Where the marks table and its index are, for the schema last asked
- * about; forgotten when either changes.
- */
-static Oid	marks_nsp = InvalidOid;
-static Oid	marks_relid = InvalidOid;
-static Oid	marks_indexid = InvalidOid;
-
-static void
-marks_relcache_callback(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == marks_relid || relid == marks_indexid)
-		marks_nsp = marks_relid = marks_indexid = InvalidOid;
-}
 
 static void
 marks_xact_callback(XactEvent event, void *arg)
@@ -210,7 +194,6 @@ marks_init(void)
 {
 	RegisterXactCallback(marks_xact_callback, NULL);
 	RegisterSubXactCallback(marks_subxact_callback, NULL);
-	CacheRegisterRelcacheCallback(marks_relcache_callback, (Datum) 0);
 }
 
 static uint32
@@ -262,26 +245,24 @@ checked_forget(const char *resource)
 
 /*
  * Open the marks table of the extension installed in extnsp.  Locks are
- * kept to the end of the transaction, as for any table written.
+ * kept to the end of the transaction, as for any table written.  The
+ * index is found through the open table, whose relcache entry is kept
+ * current by the lock: an OID remembered across calls could be one an
+ * invalidation arriving with that lock has just made stale.
  */
 static void
 marks_open(MarksRel *m, Oid extnsp, const char *resource, LOCKMODE lockmode)
 {
-	if (marks_nsp != extnsp)
-	{
-		marks_relid = get_relname_relid(MARKS_TABLE, extnsp);
-		if (!OidIsValid(marks_relid))
-			elog(ERROR, "table %s not found in schema %u", MARKS_TABLE, extnsp);
-		m->heap = table_open(marks_relid, lockmode);
-		marks_indexid = RelationGetPrimaryKeyIndex(m->heap);
-		if (!OidIsValid(marks_indexid) ||
-			RelationGetDescr(m->heap)->natts != Natts_mark)
-			elog(ERROR, "table %s has an unexpected shape", MARKS_TABLE);
-		marks_nsp = extnsp;
-	}
-	else
-		m->heap = table_open(marks_relid, lockmode);
-	m->index = index_open(marks_indexid, lockmode);
+	Oid			relid = get_relname_relid(MARKS_TABLE, extnsp);
+	Oid			indexid;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table %s not found in schema %u", MARKS_TABLE, extnsp);
+	m->heap = table_open(relid, lockmode);
+	indexid = RelationGetPrimaryKeyIndex(m->heap);
+	if (!OidIsValid(indexid) || RelationGetDescr(m->heap)->natts != Natts_mark)
+		elog(ERROR, "table %s has an unexpected shape", MARKS_TABLE);
+	m->index = index_open(indexid, lockmode);
 	m->resource = resource;
 	m->key = CStringGetTextDatum(resource);
 }
@@ -550,6 +531,9 @@ marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
 	 */
 	if (slot != NULL && slot->token == token && (slot->written || !strict))
 		return;
+
+	/* A temporary table is writable in a read-only transaction; marks are not. */
+	PreventCommandIfReadOnly("fence_guard()");
 
 	marks_open(&m, extnsp, resource, RowExclusiveLock);
 	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,

@@ -4,8 +4,8 @@
  *	  Hash tables keyed by resource name, of any length.
  *
  * The dynahash key is a pointer to the name; hashing and matching look
- * through it.  On insertion the caller's string is replaced by a copy in
- * the map's own memory context, which it is then freed with.
+ * through it.  What is entered is a copy of the caller's string in the
+ * map's own memory context, freed with the entry.
  *
  * IDENTIFICATION
  *	  src/resource_map.c
@@ -74,14 +74,21 @@ void *
 resource_map_enter(ResourceMap *map, const char *resource, bool *found)
 {
 	ResourceMapKey *entry;
+	char	   *copy;
 
-	entry = hash_search(map->htab, &resource, HASH_ENTER, found);
-	if (!*found)
-	{
-		memset(((char *) entry) + sizeof(ResourceMapKey), 0,
-			   map->entrysize - sizeof(ResourceMapKey));
-		entry->resource = MemoryContextStrdup(map->cxt, resource);
-	}
+	entry = hash_search(map->htab, &resource, HASH_FIND, NULL);
+	*found = entry != NULL;
+	if (*found)
+		return entry;
+
+	/*
+	 * Copy the name before entering it, so that running out of memory
+	 * cannot leave an entry pointing at the caller's string.
+	 */
+	copy = MemoryContextStrdup(map->cxt, resource);
+	entry = hash_search(map->htab, &copy, HASH_ENTER, NULL);
+	memset(((char *) entry) + sizeof(ResourceMapKey), 0,
+		   map->entrysize - sizeof(ResourceMapKey));
 	return entry;
 }
 
