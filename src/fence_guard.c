@@ -488,12 +488,16 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 }
 
 /* The resource a row belongs to, by the trigger's template. */
-static char *
+static const char *
 guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 			   TupleDesc tupdesc)
 {
 	StringInfoData buf;
 	int			i;
+
+	/* A template without placeholders names one resource for every row. */
+	if (config->nparts == 1 && config->parts[0].literal != NULL)
+		return config->parts[0].literal;
 
 	initStringInfo(&buf);
 	for (i = 0; i < config->nparts; i++)
@@ -681,8 +685,8 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	TriggerEvent event = trigdata->tg_event;
 	HeapTuple	oldtuple = trigdata->tg_trigtuple;
 	HeapTuple	newtuple = NULL;
-	char	   *old_resource = NULL;
-	char	   *new_resource = NULL;
+	const char *old_resource = NULL;
+	const char *new_resource = NULL;
 	FenceToken	old_token = 0;
 	FenceToken	new_token = 0;
 	bool		statement_sets;
