@@ -79,6 +79,7 @@ typedef struct GuardConfig
 } GuardConfig;
 
 static HTAB *guard_configs = NULL;
+static GuardConfig *last_config = NULL; /* an entry of guard_configs */
 
 /*
  * The token of the last UPDATE checked, for the DELETE half of a row moved
@@ -410,9 +411,14 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 
+	/* Rows of a statement come one trigger at a time: try the last one. */
+	if (last_config != NULL && last_config->tgoid == trigger->tgoid &&
+		last_config->valid)
+		return last_config;
+
 	config = hash_search(guard_configs, &trigger->tgoid, HASH_FIND, NULL);
 	if (config != NULL && config->valid)
-		return config;
+		return last_config = config;
 
 	if (trigger->tgnargs < 1)
 		ereport(ERROR,
@@ -484,7 +490,7 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 		}
 		*config = draft;
 	}
-	return config;
+	return last_config = config;
 }
 
 /* The resource a row belongs to, by the trigger's template. */
