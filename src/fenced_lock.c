@@ -91,6 +91,16 @@
 #define FENCED_MAX_MAYBE			8
 
 /*
+ * How far past the high-water mark a counter that went backwards is set.
+ * The lost counter may have handed out tokens above the mark whose holders
+ * have not written yet; issuing one of them again would give two holders
+ * the same token, both accepted.  A gap wider than any plausible number of
+ * unwritten grants keeps the new token above all of them; gaps in tokens
+ * cost nothing.
+ */
+#define FENCED_REPAIR_GAP			1000000
+
+/*
  * Beyond this many entries, an acquisition prunes leases expired for
  * FENCED_PRUNE_GRACE; the next pruning waits until the map has doubled.
  */
@@ -590,9 +600,10 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 	FenceToken	mark;
 	bool		has_mark;
 	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
+	char		repaired[FENCE_TOKEN_TEXT_LEN] = "";
 	char		ttl[12];
 	const char *keys[2];
-	const char *args[4 + FENCED_MAX_MAYBE];
+	const char *args[5 + FENCED_MAX_MAYBE];
 	int			nargs = 0;
 	int			i;
 	RedisValue *reply;
@@ -600,7 +611,11 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 
 	has_mark = marks_read(extnsp, resource, &mark);
 	if (has_mark)
+	{
 		fence_token_to_cstring(mark, floor);
+		fence_token_to_cstring(mark > FENCE_TOKEN_MAX - FENCED_REPAIR_GAP - 1 ?
+							   mark : mark + FENCED_REPAIR_GAP, repaired);
+	}
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
 
 	keys[0] = lock_key;
@@ -608,6 +623,7 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 	args[nargs++] = owner;
 	args[nargs++] = ttl;
 	args[nargs++] = floor;
+	args[nargs++] = repaired;
 	if (lease->held)
 		args[nargs++] = lease->owner;
 	for (i = 0; i < lease->nmaybe; i++)
@@ -645,8 +661,8 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 		ereport(WARNING,
 				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
 						resource, would, floor),
-				 errdetail("The counter was raised past the mark, and token %s issued instead.",
-						   issued),
+				 errdetail("The counter was raised %d past the mark, beyond any token it may have handed out before it went back, and token %s issued instead.",
+						   FENCED_REPAIR_GAP, issued),
 				 errhint("Redis lost writes (a restart without persistence, a failover or a flush); check its persistence and replication.")));
 	}
 	return true;

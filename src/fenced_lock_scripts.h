@@ -35,21 +35,23 @@
  *	KEYS[1] lock key, KEYS[2] token counter key
  *	ARGV[1] new owner, ARGV[2] ttl in ms,
  *	ARGV[3] floor: the database's high-water mark, or '' for none,
- *	ARGV[4..] owners under which the caller may already hold the lock (an
+ *	ARGV[4] where to set a counter found below the floor,
+ *	ARGV[5..] owners under which the caller may already hold the lock (an
  *		acquisition whose reply was lost, or a lease being re-acquired)
  *
  * Returns {1, token, repaired, previous counter or ''} when the lock was
  * taken, {0, PTTL of the lock} when it is busy.  When the counter would
- * issue a token at or below the floor, it is first set to the floor
- * (repaired = 1), so that the token is above every token the database
- * has accepted.
+ * issue a token at or below the floor, it is first set to ARGV[4], well
+ * above the floor (repaired = 1), so that the token is above every token
+ * the database has accepted and every token the lost counter may have
+ * handed out without its holder having written yet.
  */
 #define FENCED_ACQUIRE_LUA \
 "-- fencing key layout v1: acquire\n" \
 "local held = redis.call('GET', KEYS[1])\n" \
 "if held then\n" \
 "  local mine = false\n" \
-"  for i = 4, #ARGV do\n" \
+"  for i = 5, #ARGV do\n" \
 "    if held == ARGV[i] then mine = true end\n" \
 "  end\n" \
 "  if not mine then\n" \
@@ -70,7 +72,7 @@
 "end\n" \
 "local repaired = 0\n" \
 "if ARGV[3] ~= '' and below(cur or '0', ARGV[3]) then\n" \
-"  redis.call('SET', KEYS[2], ARGV[3])\n" \
+"  redis.call('SET', KEYS[2], ARGV[4])\n" \
 "  repaired = 1\n" \
 "end\n" \
 "redis.call('INCR', KEYS[2])\n" \
