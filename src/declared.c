@@ -45,36 +45,19 @@ static MemoryContext local_tokens_cxt = NULL;
 PG_FUNCTION_INFO_V1(fence_use);
 PG_FUNCTION_INFO_V1(fence_declared);
 
-/* Forget transaction-local declarations when the transaction ends. */
-static void
-declared_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			if (local_tokens != NULL)
-			{
-				local_tokens = NULL;
-				MemoryContextReset(local_tokens_cxt);
-			}
-			break;
-		default:
-			break;
-	}
-}
-
 /*
- * declared_init
- *		Register the end-of-transaction cleanup; called from _PG_init.
+ * declared_at_xact_end
+ *		Forget transaction-local declarations; called when a transaction
+ *		ends, whichever way.
  */
 void
-declared_init(void)
+declared_at_xact_end(void)
 {
-	RegisterXactCallback(declared_xact_callback, NULL);
+	if (local_tokens != NULL)
+	{
+		local_tokens = NULL;
+		MemoryContextReset(local_tokens_cxt);
+	}
 }
 
 static ResourceMap *

@@ -13,7 +13,7 @@
 
 #include "fence_token.h"
 
-extern void declared_init(void);
+extern void declared_at_xact_end(void);
 extern bool declared_lookup(const char *resource, FenceToken *token);
 extern void declared_set(const char *resource, FenceToken token, bool is_local);
 extern void declared_clear(const char *resource, bool is_local);

@@ -201,12 +201,14 @@ guard_relcache_callback(Datum arg, Oid relid)
 	}
 }
 
-static void
-guard_xact_callback(XactEvent event, void *arg)
+/*
+ * fence_guard_at_xact_end
+ *		Free replaced configurations and forget statement tracking; called
+ *		when a transaction ends, whichever way.
+ */
+void
+fence_guard_at_xact_end(void)
 {
-	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
-		event != XACT_EVENT_PREPARE)
-		return;
 	if (retired_configs_cxt != NULL)
 		MemoryContextReset(retired_configs_cxt);
 	merges_running = 0;
@@ -221,7 +223,6 @@ void
 fence_guard_init(void)
 {
 	CacheRegisterRelcacheCallback(guard_relcache_callback, (Datum) 0);
-	RegisterXactCallback(guard_xact_callback, NULL);
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = guard_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;

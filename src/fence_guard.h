@@ -12,5 +12,6 @@
 #define FENCE_GUARD_H
 
 extern void fence_guard_init(void);
+extern void fence_guard_at_xact_end(void);
 
 #endif							/* FENCE_GUARD_H */

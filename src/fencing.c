@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "declared.h"
 #include "fence_guard.h"
 #include "fenced_lock.h"
@@ -23,6 +24,30 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 /*
+ * fencing_xact_callback
+ *		Let each part drop its per-transaction state when a transaction
+ *		ends, by commit, abort or prepare.
+ */
+static void
+fencing_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			declared_at_xact_end();
+			marks_at_xact_end();
+			fence_guard_at_xact_end();
+			break;
+		default:
+			break;
+	}
+}
+
+/*
  * _PG_init
  *		Register each part's callbacks, and reserve the "fencing." prefix
  *		so that a misspelt setting is reported instead of silently kept as
@@ -31,7 +56,7 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
-	declared_init();
+	RegisterXactCallback(fencing_xact_callback, NULL);
 	marks_init();
 	fence_guard_init();
 	redis_conn_init();

@@ -128,25 +128,19 @@ PG_FUNCTION_INFO_V1(fence_mark);
 PG_FUNCTION_INFO_V1(fence_advance);
 PG_FUNCTION_INFO_V1(fence_forget);
 
-static void
-marks_xact_callback(XactEvent event, void *arg)
+/*
+ * marks_at_xact_end
+ *		Empty the per-transaction cache; called when a transaction ends,
+ *		whichever way.
+ */
+void
+marks_at_xact_end(void)
 {
-	switch (event)
+	if (checked_count > 0)
 	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			if (checked_count > 0)
-			{
-				memset(checked, 0, sizeof(checked));
-				checked_count = 0;
-				MemoryContextReset(checked_cxt);
-			}
-			break;
-		default:
-			break;
+		memset(checked, 0, sizeof(checked));
+		checked_count = 0;
+		MemoryContextReset(checked_cxt);
 	}
 }
 
@@ -192,7 +186,6 @@ marks_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 marks_init(void)
 {
-	RegisterXactCallback(marks_xact_callback, NULL);
 	RegisterSubXactCallback(marks_subxact_callback, NULL);
 }
 

@@ -18,6 +18,7 @@
 #define ERRCODE_FENCE_TOKEN_MISSING MAKE_SQLSTATE('F','N','0','0','2')
 
 extern void marks_init(void);
+extern void marks_at_xact_end(void);
 extern void marks_check(Oid extnsp, const char *resource, FenceToken token,
 						bool strict);
 extern bool marks_read(Oid extnsp, const char *resource, FenceToken *mark);
