@@ -146,16 +146,7 @@ expect_match "naming host, port and Redis's reason" "$R" \
 sess a "SELECT fenced_acquire('order:8');"
 expect "the next call works once Redis has room" "$S|$R" "00000|1"
 
-rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
-REPLICA_PORT=$(harness_free_port)
-redis-server --bind 127.0.0.1 --port "$REPLICA_PORT" --dir "$REDIS_DIR" --dbfilename replica.rdb \
-	--save '' --appendonly no --replicaof 127.0.0.1 "$REDIS_PORT" \
-	--daemonize no --logfile "$REDIS_DIR/replica.log" &
-HARNESS_PIDS+=("$!")
-for _ in $(seq 200); do
-	redis-cli -p "$REPLICA_PORT" INFO replication 2>/dev/null | grep -q 'master_link_status:up' && break
-	sleep 0.05
-done
+start_replica
 sess a "SET fencing.redis_port = $REPLICA_PORT; SELECT fenced_acquire('order:9');"
 expect "a read-only replica: SQLSTATE 25006" "$S" "25006"
 expect_match "with the reason" "$R" "DETAIL: +READONLY"

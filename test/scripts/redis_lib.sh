@@ -19,20 +19,18 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
 REDIS_TESTS=0
 REDIS_FAILED=0
 
-# A TCP port on 127.0.0.1 that nothing listens on, below the kernel's
-# ephemeral range: a port inside it can meanwhile become the local end of
-# an outgoing connection, or of the TIME_WAIT one leaves behind, and then
-# restarting Redis on its own port fails.  (Overrides the harness's.)
-harness_free_port() {
-	local low port
-	read -r low _ </proc/sys/net/ipv4/ip_local_port_range
-	[ "$low" -gt 11000 ] || low=32768
+# Start a replica of the suite's Redis on a free port, set REPLICA_PORT,
+# and wait until it has synchronized.  The harness stops it on exit.
+start_replica() {
+	rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+	REPLICA_PORT=$(harness_free_port)
+	redis-server --bind 127.0.0.1 --port "$REPLICA_PORT" --dir "$REDIS_DIR" --dbfilename replica.rdb \
+		--save '' --appendonly no --replicaof 127.0.0.1 "$REDIS_PORT" \
+		--daemonize no --logfile "$REDIS_DIR/replica.log" &
+	HARNESS_PIDS+=("$!")
 	for _ in $(seq 200); do
-		port=$((10000 + RANDOM % (low - 10000)))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
+		redis-cli -p "$REPLICA_PORT" INFO replication 2>/dev/null | grep -q 'master_link_status:up' && return 0
+		sleep 0.05
 	done
 	return 1
 }

@@ -216,16 +216,7 @@ sess b "RESET fencing.redis_host; RESET fencing.redis_database;"
 
 # --------------------------------------------------------- WAIT for replicas
 
-rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
-REPLICA_PORT=$(harness_free_port)
-redis-server --bind 127.0.0.1 --port "$REPLICA_PORT" --dir "$REDIS_DIR" --dbfilename replica.rdb \
-	--save '' --appendonly no --replicaof 127.0.0.1 "$REDIS_PORT" \
-	--daemonize no --logfile "$REDIS_DIR/replica.log" &
-HARNESS_PIDS+=("$!")
-for _ in $(seq 200); do
-	redis-cli -p "$REPLICA_PORT" INFO replication 2>/dev/null | grep -q 'master_link_status:up' && break
-	sleep 0.05
-done
+start_replica
 sess b "SET fencing.redis_wait_replicas = 1; SELECT fenced_acquire('order:10');"
 check "with one replica attached, WAIT 1 succeeds" test -n "$R" -a "$S" = 00000
 expect "and the replica has the lock" "$(redis-cli -p "$REPLICA_PORT" EXISTS 'fencing:v1:{r:order:10}:lock')" "1"
