@@ -6,7 +6,7 @@
 # The default is to build with it when <hiredis/hiredis.h> is found.
 
 EXTENSION = fencing
-EXTVERSION = 1.0
+EXTVERSION = 1.1
 MODULE_big = fencing
 PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
@@ -18,6 +18,7 @@ OBJS = \
 	src/fencing.o \
 	src/marks.o \
 	src/redis_conn.o \
+	src/resource_name.o \
 	src/resource_map.o \
 	src/token_parse.o
 

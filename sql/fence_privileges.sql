@@ -60,13 +60,13 @@ SELECT fence_mark('priv:2') IS NULL AS priv2_unmarked;
 DO $$
 BEGIN
 	INSERT INTO priv_items VALUES (1, 33, 'stale');
-EXCEPTION WHEN SQLSTATE 'FN001' THEN
+EXCEPTION WHEN SQLSTATE 'TF001' THEN
 	RAISE NOTICE 'stale: %', SQLSTATE;
 END $$;
 DO $$
 BEGIN
 	UPDATE priv_items SET val = 'no token' WHERE order_id = 1;
-EXCEPTION WHEN SQLSTATE 'FN002' THEN
+EXCEPTION WHEN SQLSTATE 'TF002' THEN
 	RAISE NOTICE 'no token: %', SQLSTATE;
 END $$;
 SELECT order_id, tok, val FROM priv_items ORDER BY order_id, tok;

@@ -42,6 +42,7 @@
 #include "executor/spi.h"
 #include "fence_guard.h"
 #include "fence_token.h"
+#include "fencing_errcodes.h"
 #include "lib/stringinfo.h"
 #include "marks.h"
 #include "nodes/bitmapset.h"
@@ -558,7 +559,7 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 {
 	if (set_to_null)
 		ereport(ERROR,
-				(errcode(ERRCODE_FENCE_TOKEN_MISSING),
+				(errcode(ERRCODE_FENCING_NO_TOKEN),
 				 resource ?
 				 errmsg("fence token of write to resource \"%s\" is null", resource) :
 				 errmsg("fence token of write to table \"%s\" is null",
@@ -566,13 +567,13 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 				 errdetail("The statement set column \"%s\" to null.", column)));
 	if (resource == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_FENCE_TOKEN_MISSING),
+				(errcode(ERRCODE_FENCING_NO_TOKEN),
 				 errmsg("write to table \"%s\" carries no fence token",
 						RelationGetRelationName(rel)),
 				 errdetail("Trigger \"%s\" checks each row's own token, so the statement must set column \"%s\".",
 						   trigger->tgname, column)));
 	ereport(ERROR,
-			(errcode(ERRCODE_FENCE_TOKEN_MISSING),
+			(errcode(ERRCODE_FENCING_NO_TOKEN),
 			 errmsg("write to resource \"%s\" carries no fence token", resource),
 			 errdetail("The statement did not set column \"%s\" of table \"%s\", and this session has not declared a token for the resource.",
 					   column, RelationGetRelationName(rel)),
@@ -668,7 +669,7 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 		fence_token_to_cstring(token, offered);
 		fence_token_to_cstring(DatumGetFenceToken(old), current);
 		ereport(ERROR,
-				(errcode(ERRCODE_FENCE_TOKEN_STALE),
+				(errcode(ERRCODE_FENCING_STALE_TOKEN),
 				 errmsg("stale fence token for a row of table \"%s\"",
 						RelationGetRelationName(rel)),
 				 token == DatumGetFenceToken(old) ?
@@ -833,7 +834,7 @@ fence_truncate_guard(PG_FUNCTION_ARGS)
 						RelationGetRelationName(trigdata->tg_relation))));
 
 	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			(errcode(ERRCODE_FENCING_DDL_UNFENCES),
 			 errmsg("cannot truncate fenced table \"%s\"",
 					RelationGetRelationName(trigdata->tg_relation)),
 			 errdetail("TRUNCATE fires no row triggers, so it would bypass the fence token check."),

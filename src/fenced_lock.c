@@ -54,6 +54,7 @@
 #include "fence_token.h"
 #include "fenced_lock.h"
 #include "fenced_lock_scripts.h"
+#include "fencing_errcodes.h"
 #include "funcapi.h"
 #include "marks.h"
 #include "miscadmin.h"
@@ -556,7 +557,7 @@ fenced_wait_replicas(const char *resource, const char *lock_key,
 		(void) redis_command_if_connected(5, release);
 	}
 	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			(errcode(ERRCODE_FENCING_REDIS_NOT_REPLICATED),
 			 errmsg("only %lld of %d Redis replicas acknowledged the lock on resource \"%s\"",
 					reply->integer, fencing_redis_wait_replicas, resource),
 			 errdetail("The lock was given back."),
@@ -676,7 +677,7 @@ pg_attribute_noreturn()
 fenced_not_supported(void)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			(errcode(ERRCODE_FENCING_REDIS_NOT_BUILT),
 			 errmsg("fencing was built without Redis support"),
 			 errhint("Install hiredis and rebuild fencing with WITH_HIREDIS=1.")));
 }

@@ -55,6 +55,7 @@
 #include "catalog/namespace.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
+#include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "marks.h"
 #include "miscadmin.h"
@@ -502,7 +503,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 /*
  * marks_check
  *		Accept a write of token to resource, or reject it with
- *		ERRCODE_FENCE_TOKEN_STALE.
+ *		ERRCODE_FENCING_STALE_TOKEN.
  *
  * On return the mark is at token and locked by this transaction.  With
  * strict, a token equal to a mark left by another transaction is stale
@@ -546,7 +547,7 @@ marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
 		fence_token_to_cstring(token, offered);
 		fence_token_to_cstring(mark, current);
 		ereport(ERROR,
-				(errcode(ERRCODE_FENCE_TOKEN_STALE),
+				(errcode(ERRCODE_FENCING_STALE_TOKEN),
 				 errmsg("stale fence token for resource \"%s\"", resource),
 				 mark == token ?
 				 errdetail("Token %s is not above the current mark %s, and this table requires strictly increasing tokens.",

@@ -13,9 +13,6 @@
 
 #include "fence_token.h"
 
-/* SQLSTATEs of a fencing rejection (class FN, "fence"). */
-#define ERRCODE_FENCE_TOKEN_STALE	MAKE_SQLSTATE('F','N','0','0','1')
-#define ERRCODE_FENCE_TOKEN_MISSING MAKE_SQLSTATE('F','N','0','0','2')
 
 extern void marks_init(void);
 extern void marks_at_xact_end(void);

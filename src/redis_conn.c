@@ -57,6 +57,7 @@
 #endif
 
 #include "common/cryptohash.h"
+#include "fencing_errcodes.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "redis_conn.h"
@@ -419,7 +420,7 @@ redis_fail(RedisFailure failure, const char *detail, long timeout_ms)
 	{
 		case REDIS_FAILURE_TIMEOUT:
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
 					 errmsg("timed out waiting for a reply from Redis server at \"%s\"",
 							target),
 					 errdetail("No reply arrived within %ld ms.", timeout_ms),
@@ -427,14 +428,14 @@ redis_fail(RedisFailure failure, const char *detail, long timeout_ms)
 			break;
 		case REDIS_FAILURE_PROTOCOL:
 			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					(errcode(ERRCODE_FENCING_REDIS_PROTOCOL),
 					 errmsg("unexpected reply from Redis server at \"%s\"", target),
 					 errdetail_internal("%s", detail)));
 			break;
 		case REDIS_FAILURE_LOST:
 		default:
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
 					 errmsg("lost connection to Redis server at \"%s\"", target),
 					 errdetail_internal("%s", detail)));
 			break;
@@ -762,7 +763,7 @@ redis_authenticate(void)
 
 		redis_conn_drop();
 		ereport(ERROR,
-				(errcode(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION),
+				(errcode(ERRCODE_FENCING_REDIS_REFUSED),
 				 errmsg("could not authenticate to Redis server at \"%s\"", target),
 				 errdetail_internal("%s", reply->str),
 				 errhint("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file.")));
@@ -794,7 +795,7 @@ redis_connect(void)
 
 	if (!AcquireExternalFD())
 		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
 				 errmsg("could not connect to Redis server at \"%s\"", target),
 				 errdetail("There are too many open files on the local server."),
 				 errhint("Raise the server's max_files_per_process and/or \"ulimit -n\" limits.")));
@@ -816,7 +817,7 @@ redis_connect(void)
 
 		redis_conn_drop();
 		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
 				 errmsg("could not connect to Redis server at \"%s\": %s",
 						target, err)));
 	}
@@ -847,7 +848,7 @@ redis_connect(void)
 		{
 			redis_conn_drop();
 			ereport(ERROR,
-					(errcode(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION),
+					(errcode(ERRCODE_FENCING_REDIS_REFUSED),
 					 errmsg("could not select database %d on Redis server at \"%s\"",
 							fencing_redis_database, target),
 					 errdetail_internal("%s", reply->str)));
@@ -924,22 +925,22 @@ typedef struct RedisErrorClass
 } RedisErrorClass;
 
 static const RedisErrorClass redis_error_classes[] = {
-	{"NOAUTH", ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
+	{"NOAUTH", ERRCODE_FENCING_REDIS_REFUSED,
 	"Set fencing.redis_password or fencing.redis_password_file."},
-	{"WRONGPASS", ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, NULL},
-	{"NOPERM", ERRCODE_INSUFFICIENT_PRIVILEGE,
+	{"WRONGPASS", ERRCODE_FENCING_REDIS_REFUSED, NULL},
+	{"NOPERM", ERRCODE_FENCING_REDIS_REFUSED,
 	"The Redis ACL user needs EVALSHA, EVAL and WAIT, and access to the keys of fencing.redis_lock_key and fencing.redis_token_key."},
-	{"OOM", ERRCODE_OUT_OF_MEMORY,
+	{"OOM", ERRCODE_FENCING_REDIS_REFUSED,
 	"Redis has reached its maxmemory limit; fencing needs room to write, and maxmemory-policy noeviction."},
-	{"READONLY", ERRCODE_READ_ONLY_SQL_TRANSACTION,
+	{"READONLY", ERRCODE_FENCING_REDIS_BUSY,
 	"The server is a read-only replica; fencing.redis_host must name the primary."},
-	{"LOADING", ERRCODE_CANNOT_CONNECT_NOW, NULL},
-	{"MASTERDOWN", ERRCODE_CANNOT_CONNECT_NOW, NULL},
-	{"BUSY", ERRCODE_CANNOT_CONNECT_NOW, NULL},
-	{"TRYAGAIN", ERRCODE_CANNOT_CONNECT_NOW, NULL},
-	{"CLUSTERDOWN", ERRCODE_CANNOT_CONNECT_NOW, NULL},
-	{"NOREPLICAS", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, NULL},
-	{NULL, ERRCODE_SYSTEM_ERROR, NULL}
+	{"LOADING", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"MASTERDOWN", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
+	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
+	{"NOREPLICAS", ERRCODE_FENCING_REDIS_NOT_REPLICATED, NULL},
+	{NULL, ERRCODE_FENCING_REDIS_REFUSED, NULL}
 };
 
 /*
@@ -1006,7 +1007,7 @@ redis_conn_unexpected(const char *command, const char *expected,
 
 	redis_conn_drop();
 	ereport(ERROR,
-			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			(errcode(ERRCODE_FENCING_REDIS_PROTOCOL),
 			 errmsg("unexpected reply from Redis server at \"%s\"", target),
 			 errdetail("%s answered with %s instead of %s.",
 					   command, redis_value_describe(got), expected)));

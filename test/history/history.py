@@ -109,13 +109,13 @@ BEGIN
     END IF;
     IF t IS NULL THEN
         RAISE EXCEPTION 'write to resource "%" carries no fence token', r
-            USING ERRCODE = 'FN002';
+            USING ERRCODE = 'TF002';
     END IF;
     SELECT b.token INTO m FROM broken_marks b WHERE b.resource = r;  -- no lock!
     PERFORM pg_sleep(random() * BROKEN_SLEEP);
     IF m IS NOT NULL AND t < m THEN
         RAISE EXCEPTION 'stale fence token for resource "%"', r
-            USING ERRCODE = 'FN001', DETAIL = format('Token %s is below the current mark %s.', t, m);
+            USING ERRCODE = 'TF001', DETAIL = format('Token %s is below the current mark %s.', t, m);
     END IF;
     INSERT INTO broken_marks VALUES (r, t)
         ON CONFLICT (resource) DO UPDATE SET token = excluded.token;
@@ -353,7 +353,7 @@ def client_main(args, cid):
                 conn.rollback()
             except psycopg2.Error:
                 conn = None
-            outcome = {"FN001": "rejected", "FN002": "no_token"}.get(e.pgcode, "aborted")
+            outcome = {"TF001": "rejected", "TF002": "no_token"}.get(e.pgcode, "aborted")
             rec.write(outcome=outcome, code=e.pgcode, kind=kind,
                       error=str(e).strip().splitlines()[0][:300] if str(e).strip() else "", **base)
         # 4. give the lock back (it may have expired long ago)

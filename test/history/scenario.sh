@@ -274,7 +274,7 @@ dump-restore)
 			-c "DELETE FROM hist_items WHERE res_id = $r" -c '\echo :SQLSTATE' \
 			-c "INSERT INTO hist_events (res_id, val, tok) VALUES ($r, 'stale', $t - 1)" \
 			-c '\echo :SQLSTATE' | tail -2 | tr '\n' ' ')
-		if [ "$n" -gt 0 ]; then want="FN001 FN001 "; else want="00000 FN001 "; fi
+		if [ "$n" -gt 0 ]; then want="TF001 TF001 "; else want="00000 TF001 "; fi
 		if [ "$st" = "$want" ]; then rejected=$((rejected + 1)); else echo "# res:$r: got $st, want $want"; fi
 	done
 	check "restored marks reject tokens below them ($rejected of $stale resources)" \

@@ -78,7 +78,7 @@ def main():
         a.cursor().execute(
             "UPDATE orders SET status = 'refunded' WHERE order_id = 42")
     except psycopg2.Error as e:
-        rejected = e.pgcode == "FN001"
+        rejected = e.pgcode == "TF001"
         print()
         print(f"  A's client receives SQLSTATE {e.pgcode}:")
         print(textwrap.indent(e.pgerror.rstrip(), "    "))

@@ -151,7 +151,7 @@ def main():
                 cb.execute("UPDATE names SET val = 'stale' WHERE name = %s", (name,))
                 ok(token == 0, "%s: a stale declared write is rejected" % label)
             except psycopg2.Error as e:
-                ok(e.pgcode == "FN001", "%s: a stale declared write is rejected (%s)" % (label, e.pgcode))
+                ok(e.pgcode == "TF001", "%s: a stale declared write is rejected (%s)" % (label, e.pgcode))
         except psycopg2.Error as e:
             # names whose mark cannot be indexed: a clear error, nothing written
             ca.execute("SELECT count(*) FROM names WHERE name = %s", (name,))

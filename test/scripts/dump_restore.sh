@@ -138,15 +138,15 @@ expect_eq "in dst, PUBLIC still cannot write the marks or move them by hand" "f|
 		has_function_privilege('public', 'fence_forget(text)', 'EXECUTE')")"
 
 harness_log "writing to dst"
-expect_eq "dst rejects a write to order:1 with stale token 33 (FN001)" "FN001" \
+expect_eq "dst rejects a write to order:1 with stale token 33 (TF001)" "TF001" \
 	"$(sqlstate_of dst "INSERT INTO order_items VALUES (1, 'stale', 1, 33)")"
-expect_eq "dst rejects a stale declared token for order:1 on DELETE (FN001)" "FN001" \
+expect_eq "dst rejects a stale declared token for order:1 on DELETE (TF001)" "TF001" \
 	"$(sqlstate_of dst "SELECT fence_use('order:1', 33); DELETE FROM order_items WHERE order_id = 1")"
-expect_eq "dst rejects a write to order:9 (no rows, mark 100) with token 99 (FN001)" "FN001" \
+expect_eq "dst rejects a write to order:9 (no rows, mark 100) with token 99 (TF001)" "TF001" \
 	"$(sqlstate_of dst "INSERT INTO order_items VALUES (9, 'stale', 1, 99)")"
-expect_eq "dst rejects a write without a token (FN002)" "FN002" \
+expect_eq "dst rejects a write without a token (TF002)" "TF002" \
 	"$(sqlstate_of dst "UPDATE order_items SET qty = 0 WHERE order_id = 3")"
-expect_eq "dst refuses TRUNCATE of the fenced table" "55000" \
+expect_eq "dst refuses TRUNCATE of the fenced table" "TF004" \
 	"$(sqlstate_of dst "TRUNCATE order_items")"
 expect_eq "the rejected writes changed nothing in dst" "34|2" \
 	"$(sql dst -c "SELECT fence_mark('order:1'), count(*) FROM order_items WHERE order_id = 1")"
@@ -158,9 +158,9 @@ expect_eq "the accepted write raised order:1 to 35 in dst" "35" \
 expect_eq "row-scope rows of dst kept their tokens" \
 	"$(sql src -c 'SELECT id, status, fence_token FROM orders ORDER BY id')" \
 	"$(sql dst -c 'SELECT id, status, fence_token FROM orders ORDER BY id')"
-expect_eq "dst rejects a row-scope UPDATE with a lower token 39 (FN001)" "FN001" \
+expect_eq "dst rejects a row-scope UPDATE with a lower token 39 (TF001)" "TF001" \
 	"$(sqlstate_of dst "UPDATE orders SET status = 'stale', fence_token = 39 WHERE id = 1")"
-expect_eq "dst rejects a row-scope UPDATE that does not set the token (FN002)" "FN002" \
+expect_eq "dst rejects a row-scope UPDATE that does not set the token (TF002)" "TF002" \
 	"$(sqlstate_of dst "UPDATE orders SET status = 'stale' WHERE id = 2")"
 expect_eq "dst accepts a row-scope UPDATE with token 41" "00000" \
 	"$(sqlstate_of dst "UPDATE orders SET status = 'shipped', fence_token = 41 WHERE id = 1")"

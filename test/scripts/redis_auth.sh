@@ -40,7 +40,7 @@ REDIS_CLI_AUTH=(-a "$SECRET" --no-auth-warning)
 
 sess_open s
 sess s "SELECT fenced_acquire('order:1');"
-expect "no password configured: SQLSTATE 08004" "$S" "08004"
+expect "no password configured: SQLSTATE TF104" "$S" "TF104"
 expect_match "Redis asked for authentication" "$R" "DETAIL: +NOAUTH"
 expect_match "with a hint naming the settings" "$R" "HINT: +Set fencing.redis_password or fencing.redis_password_file"
 
@@ -74,7 +74,7 @@ expect "nor point the backend at another server" "$S" "42501"
 q -c "ALTER SYSTEM SET fencing.redis_password = '$WRONG'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 sess u "SELECT fenced_acquire('order:3');"
-expect "a wrong password: SQLSTATE 08004" "$S" "08004"
+expect "a wrong password: SQLSTATE TF104" "$S" "TF104"
 expect_match "could not authenticate, naming host and port" "$R" \
 	"could not authenticate to Redis server at \"127.0.0.1:$REDIS_PORT\".*DETAIL: +WRONGPASS"
 expect_no_match "the message does not contain the configured password" "$R" "$WRONG"
@@ -129,10 +129,10 @@ expect "AUTH with an ACL user name and the password file" "$S|$R" "00000|1"
 expect "the connection is that user's" \
 	"$(rcli CLIENT LIST | grep -c ' user=fencer ')" "1"
 sess s3 "SET fencing.redis_username = 'nolua'; SELECT fenced_acquire('order:9');"
-expect "an ACL user without EVAL: SQLSTATE 42501" "$S" "42501"
+expect "an ACL user without EVAL: SQLSTATE TF104" "$S" "TF104"
 expect_match "Redis's reason" "$R" "DETAIL: +NOPERM"
 sess s3 "SET fencing.redis_username = 'nobody'; SELECT fenced_acquire('order:9');"
-expect "an unknown ACL user: SQLSTATE 08004" "$S" "08004"
+expect "an unknown ACL user: SQLSTATE TF104" "$S" "TF104"
 expect_no_match "and the password is in no message" "$R" "$FILE_SECRET"
 sess_close s3
 

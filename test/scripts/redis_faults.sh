@@ -51,7 +51,7 @@ expect "with Redis up the session connects" "$R" "1"
 sess a "SELECT fenced_release('order:1');"
 redis_stop
 sess a "BEGIN; INSERT INTO items VALUES (1, 5, 'must not stay'); SELECT fenced_acquire('order:1');"
-expect "Redis stopped: SQLSTATE 08001" "$S" "08001"
+expect "Redis stopped: SQLSTATE TF101" "$S" "TF101"
 expect_match "the message names host and port" "$R" \
 	"ERROR: +could not connect to Redis server at \"127.0.0.1:$REDIS_PORT\": Connection refused"
 check "the error comes at once (${T} ms)" test "$T" -lt 1000
@@ -62,7 +62,7 @@ sess a "SELECT count(*), fence_mark('order:1') IS NULL FROM items;"
 expect "nothing was written, no mark moved" "$R" "0|t"
 
 sess a "SET fencing.redis_host = '$REDIS_SOCKET'; SELECT fenced_acquire('order:1');"
-expect "Redis stopped, Unix socket: SQLSTATE 08001" "$S" "08001"
+expect "Redis stopped, Unix socket: SQLSTATE TF101" "$S" "TF101"
 expect_match "the message names the socket" "$R" \
 	"could not connect to Redis server at \"$REDIS_SOCKET\": (No such file or directory|Connection refused)"
 sess a "RESET fencing.redis_host;"
@@ -83,12 +83,12 @@ sess a "SELECT fenced_acquire('order:4', ttl => '2 s');"
 t_before=$R
 kill -STOP "$REDIS_PID"
 sess a "SELECT fenced_acquire('order:5', ttl => '2 s');"
-expect "Redis frozen: SQLSTATE 08006" "$S" "08006"
+expect "Redis frozen: SQLSTATE TF101" "$S" "TF101"
 expect_match "timed out, naming host and port" "$R" \
 	"timed out waiting for a reply from Redis server at \"127.0.0.1:$REDIS_PORT\""
 check "within the command timeout of 500 ms (${T} ms)" test "$T" -ge 450 -a "$T" -lt 1500
 sess a "SELECT fenced_acquire('order:5', ttl => '2 s');"
-expect "still frozen: a new connection times out too" "$S" "08006"
+expect "still frozen: a new connection times out too" "$S" "TF101"
 kill -CONT "$REDIS_PID"
 sleep 0.2
 sess a "SELECT fenced_acquire('order:5', ttl => '2 s');"
@@ -140,7 +140,7 @@ rcli CONFIG SET maxmemory-policy noeviction >/dev/null
 rcli CONFIG SET maxmemory 1 >/dev/null
 sess a "SELECT fenced_acquire('order:8');"
 rcli CONFIG SET maxmemory 0 >/dev/null
-expect "Redis out of memory: SQLSTATE 53200" "$S" "53200"
+expect "Redis out of memory: SQLSTATE TF104" "$S" "TF104"
 expect_match "naming host, port and Redis's reason" "$R" \
 	"Redis server at \"127.0.0.1:$REDIS_PORT\" refused fencing acquire script.*DETAIL: +OOM"
 sess a "SELECT fenced_acquire('order:8');"
@@ -148,7 +148,7 @@ expect "the next call works once Redis has room" "$S|$R" "00000|1"
 
 start_replica
 sess a "SET fencing.redis_port = $REPLICA_PORT; SELECT fenced_acquire('order:9');"
-expect "a read-only replica: SQLSTATE 25006" "$S" "25006"
+expect "a read-only replica: SQLSTATE TF102" "$S" "TF102"
 expect_match "with the reason" "$R" "DETAIL: +READONLY"
 sess a "RESET fencing.redis_port; SELECT fenced_acquire('order:9');"
 expect "pointed back at the primary the session works" "$S|$R" "00000|1"
@@ -219,20 +219,20 @@ start_fake_unix() {
 
 start_fake garbage
 sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
-expect "a server answering garbage: SQLSTATE 08P01" "$S" "08P01"
+expect "a server answering garbage: SQLSTATE TF105" "$S" "TF105"
 expect_match "unexpected reply, naming host and port, with hiredis's reason" "$R" \
 	"unexpected reply from Redis server at \"127.0.0.1:$FAKE_PORT\".*DETAIL: +Protocol error"
 stop_fake
 
 start_fake status
 sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
-expect "a server answering the wrong thing: SQLSTATE 08P01" "$S" "08P01"
+expect "a server answering the wrong thing: SQLSTATE TF105" "$S" "TF105"
 expect_match "says what came instead" "$R" "fencing acquire script answered with a status instead of"
 stop_fake
 
 start_fake_unix status
 sess a "SET fencing.redis_host = '$FAKE_SOCKET';"
-leak_loop protocol_violation
+leak_loop "SQLSTATE 'TF105'"
 expect "2000 wrong answers, caught each time" "$S" "00000"
 expect "leave no descriptor open" "$LEAK_FDS" "0"
 check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
@@ -240,7 +240,7 @@ stop_fake
 
 start_fake silent
 sess a "RESET fencing.redis_host; SET fencing.redis_port = $FAKE_PORT; SET fencing.redis_command_timeout = '300ms'; SELECT fenced_acquire('order:10');"
-expect "a server that never answers: SQLSTATE 08006" "$S" "08006"
+expect "a server that never answers: SQLSTATE TF101" "$S" "TF101"
 check "within the command timeout (${T} ms)" test "$T" -lt 1500
 stop_fake
 
@@ -248,22 +248,22 @@ start_fake_unix silent
 sess a "SET fencing.redis_host = '$FAKE_SOCKET'; SET fencing.redis_command_timeout = '1ms';"
 # Timed-out connections pile up in the silent server faster than it can
 # take them on a loaded machine, so some attempts find its backlog full
-# and fail to connect (08001) instead of timing out (08006): both count.
-leak_loop "connection_failure OR sqlclient_unable_to_establish_sqlconnection"
+# and fail to connect instead of timing out: both are TF101.
+leak_loop "SQLSTATE 'TF101'"
 expect "2000 timeouts, caught each time" "$S" "00000"
 expect "leave no descriptor open" "$LEAK_FDS" "0"
 check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
 stop_fake
 
 sess a "SET fencing.redis_host = '$SESS_DIR/no.sock'; SET fencing.redis_command_timeout = '500ms';"
-leak_loop sqlclient_unable_to_establish_sqlconnection
+leak_loop "SQLSTATE 'TF101'"
 expect "2000 refused connections, caught each time (max_files_per_process = 64: a leaked reservation would end this)" "$S" "00000"
 expect "leave no descriptor open" "$LEAK_FDS" "0"
 check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
 
 rcli CONFIG SET maxmemory 1 >/dev/null
 sess a "SET fencing.redis_host = '$REDIS_SOCKET';"
-leak_loop out_of_memory
+leak_loop "SQLSTATE 'TF104'"
 rcli CONFIG SET maxmemory 0 >/dev/null
 expect "2000 refusals by Redis, caught each time" "$S" "00000"
 expect "leave no descriptor open" "$LEAK_FDS" "0"

@@ -68,7 +68,7 @@ expect "the lock key is gone" "$(rcli EXISTS 'fencing:v1:{r:order:1}:lock')" "0"
 sess a "SELECT count(*) FROM fence_declared() WHERE resource = 'order:1';"
 expect "releasing withdraws the declared token" "$R" "0"
 sess a "INSERT INTO items (id, val) VALUES (1, 'after release');"
-expect "so a plain write after release is rejected (missing token)" "$S" "FN002"
+expect "so a plain write after release is rejected (missing token)" "$S" "TF002"
 sess a "SELECT fenced_release('order:1');"
 expect "a second release says false" "$R" "f"
 
@@ -84,7 +84,7 @@ check "after the ttl expires another session takes the lock with a higher token 
 sess b "INSERT INTO items (id, val) VALUES (2, 'new holder');"
 expect "the new holder writes" "$S" "00000"
 sess a "INSERT INTO items (id, val) VALUES (2, 'stale holder');"
-expect "the old holder's write, with its declared token, is rejected as stale" "$S" "FN001"
+expect "the old holder's write, with its declared token, is rejected as stale" "$S" "TF001"
 sess a "SELECT fenced_release('order:2');"
 expect "the old holder's release of the taken-over lock says false" "$R" "f"
 sess a "SELECT fenced_extend('order:2');"
@@ -167,11 +167,11 @@ rcli SET 'fencing:v1:{r:max}:token' 9223372036854775806 >/dev/null
 sess a "SELECT fenced_acquire('max');"
 expect "the largest token comes back exact" "$R" "9223372036854775807"
 sess a "SELECT fenced_release('max'); SELECT fenced_acquire('max');"
-expect "a counter that would overflow is an error, not a wrapped token" "$S" "58000"
+expect "a counter that would overflow is an error, not a wrapped token" "$S" "TF104"
 expect "and takes no lock" "$(rcli EXISTS 'fencing:v1:{r:max}:lock')" "0"
 rcli SET 'fencing:v1:{r:junk}:token' 'not a number' >/dev/null
 sess a "SELECT fenced_acquire('junk');"
-expect "a counter that is not a number is an error" "$S" "58000"
+expect "a counter that is not a number is an error" "$S" "TF104"
 expect "and leaves the lock untaken" "$(rcli EXISTS 'fencing:v1:{r:junk}:lock')" "0"
 expect "and the counter untouched" "$(rcli GET 'fencing:v1:{r:junk}:token')" "not a number"
 
@@ -221,7 +221,7 @@ sess b "SET fencing.redis_wait_replicas = 1; SELECT fenced_acquire('order:10');"
 check "with one replica attached, WAIT 1 succeeds" test -n "$R" -a "$S" = 00000
 expect "and the replica has the lock" "$(redis-cli -p "$REPLICA_PORT" EXISTS 'fencing:v1:{r:order:10}:lock')" "1"
 sess b "SET fencing.redis_wait_replicas = 2; SET fencing.redis_wait_timeout = '200ms'; SELECT fenced_acquire('order:11');"
-expect "too few replicas acknowledging is an error (55000)" "$S" "55000"
+expect "too few replicas acknowledging is an error (TF106)" "$S" "TF106"
 expect_match "naming the count" "$R" 'only 1 of 2 Redis replicas acknowledged the lock on resource "order:11"'
 check "within the wait timeout (${T} ms)" test "$T" -lt 1500
 expect "and the lock is given back" "$(rcli EXISTS 'fencing:v1:{r:order:11}:lock')" "0"

@@ -13,7 +13,7 @@
 # - per resource, tokens never decrease in commit order
 #   (pg_xact_commit_timestamp);
 # - a mark raised by a transaction still open at the crash is gone;
-# - stale writes are still rejected (FN001), fresh ones accepted.
+# - stale writes are still rejected (TF001), fresh ones accepted.
 #
 # FENCING_SABOTAGE=1 breaks the database after recovery (a lowered mark, a
 # lost log row) to show that these checks fail when they should.
@@ -189,13 +189,13 @@ for my $r (1 .. 3)
 	my ($rc, $out, $err) = $node->psql('postgres',
 		"INSERT INTO hist_events (res_id, val, tok) VALUES ($r, 'stale', $mark - 1)",
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	like($err, qr/FN001.*stale fence token for resource "res:$r"/s,
+	like($err, qr/TF001.*stale fence token for resource "res:$r"/s,
 		"after recovery res:$r rejects token " . ($mark - 1) . " below mark $mark");
 	($rc, $out, $err) = $node->psql('postgres',
 		"SELECT fence_use('res:$r', $mark - 1); DELETE FROM hist_items WHERE res_id = $r",
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 	my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM hist_items WHERE res_id = $r");
-	like($err, qr/FN001/, "after recovery res:$r rejects a stale declared DELETE") if $rows > 0;
+	like($err, qr/TF001/, "after recovery res:$r rejects a stale declared DELETE") if $rows > 0;
 	is($node->safe_psql('postgres',
 			"INSERT INTO hist_events (res_id, val, tok) VALUES ($r, 'fresh', $mark + 1) RETURNING tok"),
 		$mark + 1, "after recovery res:$r accepts token " . ($mark + 1));

@@ -10,7 +10,7 @@
 # - after the primary is stopped and the standby promoted, the whole
 #   history checks out there: every commit acknowledged by the old primary
 #   is present, no token decreased, every mark is the highest token logged;
-# - on the new primary a stale token (mark - 1) is rejected with FN001, on
+# - on the new primary a stale token (mark - 1) is rejected with TF001, on
 #   INSERT and on a declared DELETE, an equal or higher one accepted;
 # - a new history continues on the new primary, on top of the old one.
 #
@@ -126,7 +126,7 @@ for my $r (sort grep { /^res:/ } keys %mark)
 	($rc, $out, $err) = $standby->psql('postgres',
 		"INSERT INTO probe VALUES ($id, $m - 1)",
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	like($err, qr/FN001.*stale fence token for resource "$r".*Token @{[$m - 1]} is below the current mark $m/s,
+	like($err, qr/TF001.*stale fence token for resource "$r".*Token @{[$m - 1]} is below the current mark $m/s,
 		"new primary: $r rejects token " . ($m - 1) . " below its mark $m");
 	my $rows = $standby->safe_psql('postgres', "SELECT count(*) FROM hist_items WHERE res_id = $id");
 	if ($rows > 0)
@@ -134,7 +134,7 @@ for my $r (sort grep { /^res:/ } keys %mark)
 		($rc, $out, $err) = $standby->psql('postgres',
 			"SELECT fence_use('$r', $m - 1); DELETE FROM hist_items WHERE res_id = $id",
 			extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-		like($err, qr/FN001/, "new primary: $r rejects a stale declared DELETE");
+		like($err, qr/TF001/, "new primary: $r rejects a stale declared DELETE");
 		is($standby->safe_psql('postgres', "SELECT count(*) FROM hist_items WHERE res_id = $id"),
 			$rows, "new primary: the rejected DELETE removed nothing");
 	}

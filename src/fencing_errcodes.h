@@ -1,0 +1,64 @@
+/*-------------------------------------------------------------------------
+ *
+ * fencing_errcodes.h
+ *	  Every SQLSTATE the extension defines, and the standard ones it reuses
+ *	  under a name that says what it means here.
+ *
+ * Our codes live in class TF ("token, fencing"): a class beginning with a
+ * letter from I to Z is implementation-defined (errcodes.txt), and
+ * PostgreSQL uses none beginning with T.  Nothing of ours is in class 08
+ * or 57P01-57P03: JDBC pools (HikariCP) and others take those for a dead
+ * database connection and evict it, and Redis trouble is not that.  Nor
+ * in 0A000, which pools treat the same way.
+ *
+ * The table is stable from version 1.1 on; the README lists it.
+ *
+ * IDENTIFICATION
+ *	  src/fencing_errcodes.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FENCING_ERRCODES_H
+#define FENCING_ERRCODES_H
+
+/* A write was rejected: the application's lock is gone; do not retry. */
+#define ERRCODE_FENCING_STALE_TOKEN		MAKE_SQLSTATE('T','F','0','0','1')
+/* A write to a fenced table carried no token: a bug in the application. */
+#define ERRCODE_FENCING_NO_TOKEN		MAKE_SQLSTATE('T','F','0','0','2')
+/* A guarded table is set up in a way the guard cannot fence: for the DBA. */
+#define ERRCODE_FENCING_GUARD_MISCONFIGURED MAKE_SQLSTATE('T','F','0','0','3')
+/* A DDL command would silently unfence a table. */
+#define ERRCODE_FENCING_DDL_UNFENCES	MAKE_SQLSTATE('T','F','0','0','4')
+
+/* This build of fencing has no Redis support (built without hiredis). */
+#define ERRCODE_FENCING_REDIS_NOT_BUILT	MAKE_SQLSTATE('T','F','1','0','0')
+/* Redis could not be reached, or did not answer in time: retry later. */
+#define ERRCODE_FENCING_REDIS_UNAVAILABLE MAKE_SQLSTATE('T','F','1','0','1')
+/* Redis is up but cannot serve now (LOADING, BUSY, MASTERDOWN, READONLY
+ * during a failover): retry soon. */
+#define ERRCODE_FENCING_REDIS_BUSY		MAKE_SQLSTATE('T','F','1','0','2')
+/* A Redis Cluster is moving slots or has lost a primary (TRYAGAIN,
+ * CLUSTERDOWN, a redirect after the retry): retry soon. */
+#define ERRCODE_FENCING_REDIS_CLUSTER_CHANGING MAKE_SQLSTATE('T','F','1','0','3')
+/* Redis refused us by configuration: authentication, ACL, maxmemory,
+ * conflicting settings: for the operator, retrying will not help. */
+#define ERRCODE_FENCING_REDIS_REFUSED	MAKE_SQLSTATE('T','F','1','0','4')
+/* Whatever answered does not speak Redis as we expect, or sent a reply
+ * over the size limits. */
+#define ERRCODE_FENCING_REDIS_PROTOCOL	MAKE_SQLSTATE('T','F','1','0','5')
+/* WAIT did not reach fencing.redis_wait_replicas replicas in time; the
+ * lock was given back: retry later. */
+#define ERRCODE_FENCING_REDIS_NOT_REPLICATED MAKE_SQLSTATE('T','F','1','0','6')
+
+/*
+ * Standard codes we reuse where they mean exactly that:
+ *	22023 invalid_parameter_value, 22004 null_value_not_allowed,
+ *	22P02/22003 token input, 42501 insufficient_privilege,
+ *	42703 undefined_column, 42804 datatype_mismatch,
+ *	39P01 trigger_protocol_violated, 54000 program_limit_exceeded (a
+ *	resource name over FENCING_RESOURCE_MAX_BYTES), 25000/25001/25006
+ *	transaction state, F0000 config_file_error (the password file),
+ *	53200 out_of_memory, 40001 serialization_failure.
+ */
+
+#endif							/* FENCING_ERRCODES_H */
