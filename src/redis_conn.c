@@ -61,6 +61,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "redis_conn.h"
+#include "redis_sentinel.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -78,6 +79,7 @@
 #define REDIS_MAX_HOST_LEN				253
 #define REDIS_MAX_USERNAME_LEN			512
 #define REDIS_MAX_PASSWORD_LEN			4096
+#define REDIS_SENTINEL_RETRY_PAUSE		100 /* ms between discoveries */
 
 /* Settings. */
 static char *fencing_redis_host = NULL;
@@ -109,6 +111,16 @@ redis_settings_changed_str(const char *newval, void *extra)
 
 static void
 redis_settings_changed_int(int newval, void *extra)
+{
+	settings_generation++;
+}
+
+/*
+ * redis_conn_settings_changed
+ *		The same, for the settings of the Sentinel module.
+ */
+void
+redis_conn_settings_changed(void)
 {
 	settings_generation++;
 }
@@ -317,6 +329,8 @@ redis_conn_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	redis_sentinel_init();
 }
 
 #ifdef USE_HIREDIS
@@ -344,6 +358,36 @@ typedef enum RedisFailure
 static void redis_connect(void);
 
 /*
+ * The server connected to, or to be: fencing.redis_host and
+ * fencing.redis_port, or in Sentinel mode the primary the Sentinels named
+ * (target_host in TopMemoryContext, NULL otherwise).
+ */
+static char *target_host = NULL;
+static int	target_port = 0;
+
+static const char *
+redis_target_host(void)
+{
+	return target_host != NULL ? target_host : fencing_redis_host;
+}
+
+static int
+redis_target_port(void)
+{
+	return target_host != NULL ? target_port : fencing_redis_port;
+}
+
+/* Aim at host:port (a Sentinel's answer), or with NULL at the settings. */
+static void
+redis_set_target(const char *host, int port)
+{
+	if (target_host != NULL)
+		pfree(target_host);
+	target_host = host != NULL ? MemoryContextStrdup(TopMemoryContext, host) : NULL;
+	target_port = port;
+}
+
+/*
  * redis_target
  *		The server as messages name it: "host:port", "[v6addr]:port", or
  *		the socket path.
@@ -351,11 +395,14 @@ static void redis_connect(void);
 static char *
 redis_target(void)
 {
-	if (fencing_redis_host[0] == '/')
-		return pstrdup(fencing_redis_host);
-	if (strchr(fencing_redis_host, ':') != NULL)
-		return psprintf("[%s]:%d", fencing_redis_host, fencing_redis_port);
-	return psprintf("%s:%d", fencing_redis_host, fencing_redis_port);
+	const char *host = redis_target_host();
+	int			port = redis_target_port();
+
+	if (host[0] == '/')
+		return pstrdup(host);
+	if (strchr(host, ':') != NULL)
+		return psprintf("[%s]:%d", host, port);
+	return psprintf("%s:%d", host, port);
 }
 
 static struct timeval
@@ -623,13 +670,14 @@ redis_ensure_connected(void)
 
 /*
  * redis_read_password_file
- *		The password in fencing.redis_password_file: its first line.
+ *		The password in a password file (fencing.redis_password_file,
+ *		fencing.redis_sentinel_password_file): its first line.
  *
  * Like libpq's .pgpass, the file must not be readable by anyone but the
  * server's operating system user; unlike libpq, a file that is too open is
  * an error, not a warning, since it guards a shared service.
  */
-static char *
+char *
 redis_read_password_file(const char *path)
 {
 	struct stat st;
@@ -773,16 +821,17 @@ redis_authenticate(void)
 }
 
 /*
- * redis_connect
- *		Open the connection under the current settings: connect, set the
- *		command timeout, AUTH, SELECT.  Runs inside the caller's PG_TRY,
- *		which drops a half-made connection on any error.
+ * redis_connect_target
+ *		Open the connection to the target: connect within timeout_ms, set
+ *		the command timeout, AUTH, SELECT.  Runs inside the caller's
+ *		PG_TRY, which drops a half-made connection on any error.
  */
 static void
-redis_connect(void)
+redis_connect_target(int timeout_ms)
 {
 	char	   *target = redis_target();
-	struct timeval tv = ms_to_timeval(fencing_redis_connect_timeout);
+	const char *host = redis_target_host();
+	struct timeval tv = ms_to_timeval(timeout_ms);
 	redisContext *c;
 
 	Assert(conn == NULL);
@@ -801,10 +850,10 @@ redis_connect(void)
 				 errhint("Raise the server's max_files_per_process and/or \"ulimit -n\" limits.")));
 	conn_fd_reserved = true;
 
-	if (fencing_redis_host[0] == '/')
-		c = redisConnectUnixWithTimeout(fencing_redis_host, tv);
+	if (host[0] == '/')
+		c = redisConnectUnixWithTimeout(host, tv);
 	else
-		c = redisConnectWithTimeout(fencing_redis_host, fencing_redis_port, tv);
+		c = redisConnectWithTimeout(host, redis_target_port(), tv);
 	if (c == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -858,6 +907,116 @@ redis_connect(void)
 	}
 
 	conn_generation = settings_generation;
+}
+
+/*
+ * redis_role
+ *		The role the connected server says it has: "master", "slave" or
+ *		"sentinel".
+ */
+static char *
+redis_role(void)
+{
+	const char *argv[1] = {"ROLE"};
+	RedisValue *reply;
+
+	reply = redis_roundtrip(1, argv, fencing_redis_command_timeout, false);
+	if (reply->type == REDIS_VALUE_ERROR)
+		redis_conn_refused("ROLE", reply);
+	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 1 ||
+		reply->elements[0]->type != REDIS_VALUE_STRING)
+		redis_conn_unexpected("ROLE", "an array naming a role", reply);
+	return reply->elements[0]->str;
+}
+
+/*
+ * redis_connect_sentinel
+ *		Sentinel mode: ask the Sentinels for the primary, connect to it and
+ *		check with ROLE that it is one.
+ *
+ * During a failover the Sentinels may still name the old primary, which
+ * is down (the connect fails) or demoted (ROLE says "slave"); then ask
+ * again after a short pause, until the primary answers or the connect and
+ * command timeouts together have passed.  Only unavailability is retried:
+ * a refused password or a protocol error will not go away by asking again.
+ */
+static void
+redis_connect_sentinel(void)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   fencing_redis_connect_timeout +
+													   fencing_redis_command_timeout);
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *volatile role = NULL;
+
+	for (;;)
+	{
+		int			port;
+		char	   *host;
+		long		remaining;
+
+		host = redis_sentinel_resolve(deadline, fencing_redis_connect_timeout,
+									  fencing_redis_command_timeout, &port);
+		redis_set_target(host, port);
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		role = NULL;
+		PG_TRY();
+		{
+			redis_connect_target((int) Max(Min(remaining, fencing_redis_connect_timeout), 1));
+			role = redis_role();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			redis_conn_drop();
+			if ((edata->sqlerrcode != ERRCODE_FENCING_REDIS_UNAVAILABLE &&
+				 edata->sqlerrcode != ERRCODE_FENCING_REDIS_BUSY) ||
+				GetCurrentTimestamp() >= deadline)
+				PG_RE_THROW();
+			FlushErrorState();
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+
+		if (role != NULL && strcmp(role, "master") == 0)
+			return;
+		redis_conn_drop();
+		if (role != NULL)
+			redis_sentinel_distrust();
+
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (remaining <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCING_REDIS_BUSY),
+					 errmsg("Redis server at \"%s\" that the Sentinels name as primary of \"%s\" is not a primary",
+							redis_target(), redis_sentinel_master_name()),
+					 errdetail("ROLE says \"%s\".", role),
+					 errhint("A failover may be under way; retry soon.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(remaining, REDIS_SENTINEL_RETRY_PAUSE), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * redis_connect
+ *		Open the connection under the current settings: to
+ *		fencing.redis_host, or to the primary the Sentinels name.
+ */
+static void
+redis_connect(void)
+{
+	if (redis_sentinel_enabled())
+		redis_connect_sentinel();
+	else
+	{
+		redis_set_target(NULL, 0);
+		redis_connect_target(fencing_redis_connect_timeout);
+	}
 }
 
 /*
@@ -1040,8 +1199,11 @@ redis_script_sha(RedisScript *script)
  *
  * The script cache is volatile -- emptied by a restart, a failover or
  * SCRIPT FLUSH -- so NOSCRIPT is expected, not an error; EVAL caches the
- * script again for the EVALSHAs that follow.  Any other error reply is
- * reported.
+ * script again for the EVALSHAs that follow.  In Sentinel mode, -READONLY
+ * means the primary was demoted: the script is sent once more over a new
+ * connection to the primary the Sentinels name now (a script that met
+ * READONLY wrote nothing: a replica refuses its first write).  Any other
+ * error reply is reported.
  */
 RedisValue *
 redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
@@ -1051,6 +1213,8 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 	const char **argv = palloc(sizeof(char *) * argc);
 	char		numkeys[12];
 	RedisValue *reply;
+	bool		evaluated = false;
+	bool		rediscovered = false;
 
 	if (script->sha[0] == '\0')
 		redis_script_sha(script);
@@ -1062,16 +1226,27 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 	memcpy(argv + 3, keys, sizeof(char *) * nkeys);
 	memcpy(argv + 3 + nkeys, args, sizeof(char *) * nargs);
 
-	reply = redis_command(argc, argv, 0);
-	if (reply->type == REDIS_VALUE_ERROR &&
-		strncmp(reply->str, "NOSCRIPT", 8) == 0)
+	for (;;)
 	{
-		argv[0] = "EVAL";
-		argv[1] = script->text;
 		reply = redis_command(argc, argv, 0);
+		if (reply->type != REDIS_VALUE_ERROR)
+			break;
+		if (!evaluated && strncmp(reply->str, "NOSCRIPT", 8) == 0)
+		{
+			argv[0] = "EVAL";
+			argv[1] = script->text;
+			evaluated = true;
+		}
+		else if (!rediscovered && redis_sentinel_enabled() &&
+				 strncmp(reply->str, "READONLY", 8) == 0)
+		{
+			/* a demoted primary: the Sentinels name the new one */
+			redis_conn_drop();
+			rediscovered = true;
+		}
+		else
+			redis_conn_refused(script->name, reply);
 	}
-	if (reply->type == REDIS_VALUE_ERROR)
-		redis_conn_refused(script->name, reply);
 
 	pfree(argv);
 	return reply;

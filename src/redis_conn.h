@@ -49,8 +49,10 @@ typedef struct RedisScript
 } RedisScript;
 
 extern void redis_conn_init(void);
+extern void redis_conn_settings_changed(void);
 
 #ifdef USE_HIREDIS
+extern char *redis_read_password_file(const char *path);
 extern RedisValue *redis_command(int argc, const char **argv,
 								 int extra_timeout_ms);
 extern RedisValue *redis_command_if_connected(int argc, const char **argv);
