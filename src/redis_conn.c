@@ -656,7 +656,8 @@ static void
 redis_ensure_connected(void)
 {
 	if (conn != NULL &&
-		(conn_generation != settings_generation || redis_conn_is_stale()))
+		(conn_generation != settings_generation || redis_conn_is_stale() ||
+		 (redis_sentinel_enabled() && redis_sentinel_switched())))
 		redis_conn_drop();
 	if (conn == NULL)
 		redis_connect();
@@ -937,8 +938,9 @@ redis_role(void)
  * During a failover the Sentinels may still name the old primary, which
  * is down (the connect fails) or demoted (ROLE says "slave"); then ask
  * again after a short pause, until the primary answers or the connect and
- * command timeouts together have passed.  Only unavailability is retried:
- * a refused password or a protocol error will not go away by asking again.
+ * command timeouts together have passed; then the last failure is
+ * reported.  Only unavailability is retried: a refused password or a
+ * protocol error will not go away by asking again.
  */
 static void
 redis_connect_sentinel(void)
@@ -974,7 +976,8 @@ redis_connect_sentinel(void)
 			redis_conn_drop();
 			if ((edata->sqlerrcode != ERRCODE_FENCING_REDIS_UNAVAILABLE &&
 				 edata->sqlerrcode != ERRCODE_FENCING_REDIS_BUSY) ||
-				GetCurrentTimestamp() >= deadline)
+				TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline) <=
+				REDIS_SENTINEL_RETRY_PAUSE)
 				PG_RE_THROW();
 			FlushErrorState();
 			FreeErrorData(edata);
@@ -984,11 +987,12 @@ redis_connect_sentinel(void)
 		if (role != NULL && strcmp(role, "master") == 0)
 			return;
 		redis_conn_drop();
+		redis_sentinel_unwatch();
 		if (role != NULL)
 			redis_sentinel_distrust();
 
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		if (remaining <= 0)
+		if (role != NULL && remaining <= REDIS_SENTINEL_RETRY_PAUSE)
 			ereport(ERROR,
 					(errcode(ERRCODE_FENCING_REDIS_BUSY),
 					 errmsg("Redis server at \"%s\" that the Sentinels name as primary of \"%s\" is not a primary",
@@ -1014,6 +1018,7 @@ redis_connect(void)
 		redis_connect_sentinel();
 	else
 	{
+		redis_sentinel_unwatch();
 		redis_set_target(NULL, 0);
 		redis_connect_target(fencing_redis_connect_timeout);
 	}

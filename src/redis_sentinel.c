@@ -18,7 +18,19 @@
  *
  * Discovery runs at every connect, so a connection lost to a failover, a
  * -READONLY reply from a demoted primary or a ROLE that is no longer
- * "master" all lead to the current primary.  The whole discovery is
+ * "master" all lead to the current primary.
+ *
+ * A primary that a failover replaced can stay up, and say "master", for
+ * seconds until the Sentinels convert it (after SENTINEL FAILOVER, or a
+ * partition): a connection to it keeps working, and writes to it are lost.
+ * So the connection of the Sentinel that answered stays open, subscribed
+ * to +promoted-slave (announced when the chosen replica has become a
+ * primary, which is also when the Sentinels start to name it) and
+ * +switch-master (when the failover ends), and before every command a
+ * non-blocking peek at it (no round trip) tells whether either was
+ * announced; then the data connection is dropped and the primary asked for
+ * again.  Commands sent before the announcement reach the old primary,
+ * which is why the tokens, not the locks, are what fences.  The whole discovery is
  * bounded by the caller's deadline (the connect and command timeouts
  * together), never by a timeout per Sentinel times the list; each Sentinel
  * gets at most the connect timeout to accept and the command timeout to
@@ -327,7 +339,15 @@ typedef struct SentinelTally
  */
 static redisContext *sentinel_conn = NULL;
 static bool sentinel_fd_reserved = false;
-static redisReply *sentinel_replies[2];
+static redisReply *sentinel_replies[4];
+
+/*
+ * The watch: the connection of the Sentinel that last named the primary,
+ * subscribed to +promoted-slave and +switch-master, kept open.  Anything arriving on it, or
+ * its loss, means the primary may have changed.
+ */
+static redisContext *watch_conn = NULL;
+static bool watch_fd_reserved = false;
 
 static void
 sentinel_disconnect(void)
@@ -350,6 +370,49 @@ sentinel_disconnect(void)
 		ReleaseExternalFD();
 		sentinel_fd_reserved = false;
 	}
+}
+
+/*
+ * redis_sentinel_unwatch
+ *		Close the watch, if any.
+ */
+void
+redis_sentinel_unwatch(void)
+{
+	if (watch_conn != NULL)
+	{
+		redisFree(watch_conn);
+		watch_conn = NULL;
+	}
+	if (watch_fd_reserved)
+	{
+		ReleaseExternalFD();
+		watch_fd_reserved = false;
+	}
+}
+
+/*
+ * redis_sentinel_switched
+ *		Whether the primary may have changed since the Sentinels named it:
+ *		a +promoted-slave or +switch-master message waits on the watch
+ *		(whatever its text: a needless rediscovery costs one round trip),
+ *		or the watch is gone.
+ *		A non-blocking peek, no round trip; the watch is closed when true.
+ */
+bool
+redis_sentinel_switched(void)
+{
+	char		c;
+	ssize_t		n;
+
+	if (watch_conn != NULL && watch_conn->reader->pos >= watch_conn->reader->len)
+	{
+		n = recv(watch_conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return false;
+	}
+	redis_sentinel_unwatch();
+	return true;
 }
 
 /* The current order, reparsed if the setting changed. */
@@ -480,12 +543,12 @@ sentinel_connect(const SentinelAddr *addr, TimestampTz connect_deadline,
 
 /*
  * sentinel_exchange
- *		Send the commands and read one reply per command by deadline, into
+ *		Send the commands and read nreplies replies by deadline, into
  *		replies[] (hiredis objects, which the caller frees); false with
  *		*why when the connection fails, times out or speaks no RESP.
  */
 static bool
-sentinel_exchange(int ncommands, int *argc, const char ***argv,
+sentinel_exchange(int ncommands, int nreplies, int *argc, const char ***argv,
 				  redisReply **replies, TimestampTz deadline, const char **why)
 {
 	int			done = 0;
@@ -519,7 +582,9 @@ sentinel_exchange(int ncommands, int *argc, const char ***argv,
 			return false;
 		}
 	}
-	while (got < ncommands)
+	/* a refused last command (SUBSCRIBE) answers once, not per channel */
+	while (got < nreplies &&
+		   !(got == ncommands && replies[got - 1]->type == REDIS_REPLY_ERROR))
 	{
 		void	   *reply = NULL;
 
@@ -596,8 +661,11 @@ sentinel_read_address(const redisReply *r, int *port, const char **why)
 
 /*
  * sentinel_converse
- *		Connect to one Sentinel, AUTH if there is a password, and ask for
- *		the primary's address; the caller closes the connection.
+ *		Connect to one Sentinel, AUTH if there is a password, ask for the
+ *		primary's address and subscribe to the failover events, all in one
+ *		round trip; the caller closes the connection or keeps it as the
+ *		watch.  Subscribing after the question means no switch after the
+ *		answer goes unnoticed.
  */
 static SentinelOutcome
 sentinel_converse(const SentinelAddr *addr, const char *password,
@@ -608,10 +676,12 @@ sentinel_converse(const SentinelAddr *addr, const char *password,
 	const char *auth[2] = {"AUTH", password};
 	const char *ask[3] = {"SENTINEL", "get-master-addr-by-name",
 	fencing_redis_sentinel_master};
-	int			argc[2];
-	const char **argv[2];
+	const char *subscribe[3] = {"SUBSCRIBE", "+promoted-slave", "+switch-master"};
+	int			argc[3];
+	const char **argv[3];
 	int			n = 0;
 	redisReply *answer;
+	redisReply *subscribed;
 	TimestampTz connect_deadline;
 
 	if (password != NULL)
@@ -621,20 +691,23 @@ sentinel_converse(const SentinelAddr *addr, const char *password,
 	}
 	argc[n] = 3;
 	argv[n++] = ask;
+	argc[n] = 3;
+	argv[n++] = subscribe;
 
 	connect_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												   connect_timeout_ms);
 	if (!sentinel_connect(addr, sentinel_min_deadline(deadline, connect_deadline),
 						  why))
 		return SENTINEL_UNREACHABLE;
-	if (!sentinel_exchange(n, argc, argv, sentinel_replies,
+	/* SUBSCRIBE answers once per channel */
+	if (!sentinel_exchange(n, n + 1, argc, argv, sentinel_replies,
 						   sentinel_min_deadline(deadline,
 												 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 																			 command_timeout_ms)),
 						   why))
 		return SENTINEL_UNREACHABLE;
 
-	answer = sentinel_replies[n - 1];
+	answer = sentinel_replies[n - 2];
 	if (password != NULL && sentinel_replies[0]->type == REDIS_REPLY_ERROR)
 	{
 		/* the server's text is not shown: it answers a secret */
@@ -657,14 +730,28 @@ sentinel_converse(const SentinelAddr *addr, const char *password,
 		*why = "does not know the master name";
 		return SENTINEL_UNKNOWN_MASTER;
 	}
+	for (int i = n - 1; i <= n && sentinel_replies[i] != NULL; i++)
+	{
+		subscribed = sentinel_replies[i];
+		if (subscribed->type != REDIS_REPLY_ARRAY || subscribed->elements != 3 ||
+			subscribed->element[0]->type != REDIS_REPLY_STRING ||
+			strcmp(subscribed->element[0]->str, "subscribe") != 0)
+		{
+			*why = subscribed->type == REDIS_REPLY_ERROR ?
+				psprintf("refused SUBSCRIBE: %s", subscribed->str) :
+				"answered SUBSCRIBE with something other than a confirmation";
+			return SENTINEL_BAD_REPLY;
+		}
+	}
 	*host = sentinel_read_address(answer, port, why);
 	return *host != NULL ? SENTINEL_ANSWERED : SENTINEL_BAD_REPLY;
 }
 
 /*
  * sentinel_ask
- *		Ask one Sentinel for the primary's address.  The connection is
- *		closed before returning, and on any error thrown while waiting.
+ *		Ask one Sentinel for the primary's address.  The connection becomes
+ *		the watch when the Sentinel named the primary, and is closed
+ *		otherwise, and on any error thrown while waiting.
  */
 static SentinelOutcome
 sentinel_ask(const SentinelAddr *addr, const char *password,
@@ -684,6 +771,15 @@ sentinel_ask(const SentinelAddr *addr, const char *password,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (outcome == SENTINEL_ANSWERED)
+	{
+		/* the subscribed connection becomes the watch */
+		redis_sentinel_unwatch();
+		watch_conn = sentinel_conn;
+		watch_fd_reserved = sentinel_fd_reserved;
+		sentinel_conn = NULL;
+		sentinel_fd_reserved = false;
+	}
 	sentinel_disconnect();
 	return outcome;
 }

@@ -25,6 +25,8 @@ extern const char *redis_sentinel_master_name(void);
 extern char *redis_sentinel_resolve(TimestampTz deadline, int connect_timeout_ms,
 									 int command_timeout_ms, int *port);
 extern void redis_sentinel_distrust(void);
+extern bool redis_sentinel_switched(void);
+extern void redis_sentinel_unwatch(void);
 #endif
 
 #endif							/* REDIS_SENTINEL_H */

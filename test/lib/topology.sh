@@ -48,11 +48,8 @@ topology_node_launch() {
 topology_node_kill() {
 	local pid=${NODE_PID[$1]}
 	kill -KILL "$pid" 2>/dev/null
-	for _ in $(seq 100); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.02
-	done
-	return 1
+	wait "$pid" 2>/dev/null		# reaped here, without the shell's "Killed"
+	! kill -0 "$pid" 2>/dev/null
 }
 
 # topology_node_restart PORT: start a killed node again, with its arguments.
