@@ -34,6 +34,7 @@
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "declared.h"
@@ -43,6 +44,7 @@
 #include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "marks.h"
+#include "resource_name.h"
 #include "nodes/bitmapset.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -102,7 +104,10 @@ guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 	StringInfoData buf;
 	int			i;
 
-	/* A template without placeholders names one resource for every row. */
+	/*
+	 * A template without placeholders names one resource for every row,
+	 * its length checked when the template was parsed.
+	 */
 	if (config->nparts == 1 && config->parts[0].literal != NULL)
 		return config->parts[0].literal;
 
@@ -144,6 +149,7 @@ guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 		else
 			appendStringInfoString(&buf, OutputFunctionCall(&part->output, value));
 	}
+	resource_name_check(buf.data, buf.len);
 	return buf.data;
 }
 
@@ -261,23 +267,8 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 		(token < DatumGetFenceToken(old) ||
 		 (config->strict && token == DatumGetFenceToken(old) &&
 		  !TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(trigdata->tg_trigtuple->t_data)))))
-	{
-		char		offered[FENCE_TOKEN_TEXT_LEN];
-		char		current[FENCE_TOKEN_TEXT_LEN];
-
-		fence_token_to_cstring(token, offered);
-		fence_token_to_cstring(DatumGetFenceToken(old), current);
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_STALE_TOKEN),
-				 errmsg("stale fence token for a row of table \"%s\"",
-						RelationGetRelationName(rel)),
-				 token == DatumGetFenceToken(old) ?
-				 errdetail("Token %s is not above the row's token %s, and trigger \"%s\" requires strictly increasing tokens.",
-						   offered, current, trigger->tgname) :
-				 errdetail("Token %s is below the row's token %s.",
-						   offered, current),
-				 errhint("A newer lock holder has written this row; acquire the lock again for a new token.")));
-	}
+		marks_report_stale(NULL, RelationGetRelationName(rel), trigger->tgname,
+						   token, DatumGetFenceToken(old));
 	return newtuple;
 }
 
@@ -309,7 +300,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 			old_token = guard_token(old_resource, false, NULL, trigger, rel,
 									attnum);
 		moving_row.valid = false;
-		marks_check(config->extnsp, old_resource, old_token, config->strict);
+		marks_check(old_resource, old_token, config->strict);
 		return oldtuple;
 	}
 
@@ -332,7 +323,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
 	if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)
-		marks_check(config->extnsp, new_resource, new_token, config->strict);
+		marks_check(new_resource, new_token, config->strict);
 	else
 	{
 		/*
@@ -344,13 +335,13 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 								trigger, rel, attnum);
 		if (strcmp(old_resource, new_resource) < 0)
 		{
-			marks_check(config->extnsp, old_resource, old_token, config->strict);
-			marks_check(config->extnsp, new_resource, new_token, config->strict);
+			marks_check(old_resource, old_token, config->strict);
+			marks_check(new_resource, new_token, config->strict);
 		}
 		else
 		{
-			marks_check(config->extnsp, new_resource, new_token, config->strict);
-			marks_check(config->extnsp, old_resource, old_token, config->strict);
+			marks_check(new_resource, new_token, config->strict);
+			marks_check(old_resource, old_token, config->strict);
 		}
 	}
 

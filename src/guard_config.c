@@ -20,6 +20,7 @@
 #include "executor/spi.h"
 #include "guard_config.h"
 #include "lib/stringinfo.h"
+#include "resource_name.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -39,6 +40,7 @@ static GuardConfig *last_config = NULL; /* an entry of guard_configs */
  */
 static MemoryContext retired_configs_cxt = NULL;
 
+/* Mark stale the configurations of triggers on relid (on all, if invalid). */
 static void
 guard_relcache_callback(Datum arg, Oid relid)
 {
@@ -310,6 +312,11 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 
 		if (trigger->tgnargs >= 2 && trigger->tgargs[1][0] != '\0')
 			guard_parse_template(&draft, trigger, rel, trigger->tgargs[1]);
+
+		/* A template without placeholders is the name of every row's resource. */
+		if (draft.nparts == 1 && draft.parts[0].literal != NULL)
+			resource_name_check(draft.parts[0].literal,
+								strlen(draft.parts[0].literal));
 
 		for (i = 2; i < trigger->tgnargs; i++)
 		{
