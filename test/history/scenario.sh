@@ -18,6 +18,11 @@
 #   redis-stop    Redis frozen (SIGSTOP) for 3 s, then resumed
 #   dump-restore  pg_dump mid-history, pg_restore into a fresh database, the
 #                 restored marks fence, and a history goes on there
+#   sentinel-failover
+#                 Sentinel mode (test/lib/topology.sh), TTL 300 ms:
+#                 SENTINEL FAILOVER, then kill -9 of the primary, mid-history;
+#                 prints the time from each failover to the first acquisition
+#                 from the new primary
 #   long          redis, 10,000+ operations (not run by test/run)
 #
 # Environment: HISTORY_OPS (operations per client, default 40),
@@ -285,6 +290,68 @@ dump-restore)
 	check "clients on dst ran to the end" test $? -eq 0
 	PGDATABASE=dst check_history "$work/dst" --foreign-ok
 	check "history on dst, continuing the restored one, is clean" test $? -eq 0
+	;;
+
+sentinel-failover)
+	source "$here/../lib/topology.sh"
+	topology_start_sentinel || exit 1
+	start_pg "shared_preload_libraries = 'fencing'" \
+		"fencing.redis_sentinels = '$SENTINEL_LIST'" \
+		"fencing.redis_sentinel_master = '$SENTINEL_MASTER'" \
+		"fencing.redis_sentinel_password_file = '$SENTINEL_PASSWORD_FILE'"
+	setup
+	run_bg "$work/h" --source redis --ttl-ms 300 --wait-ms 300 --ops $((OPS * 2))
+
+	# first_acquisition NAME OLD: acquire a probe lock until it is taken on
+	# a primary other than port OLD; print the time since the failover
+	first_acquisition() {
+		local t0=$1 old=$2 i np
+		for i in $(seq 1 300); do
+			if [ -n "$(q -c "SELECT fenced_acquire('probe:$i', ttl => '2s')" 2>/dev/null)" ]; then
+				np=$(topology_sentinel_primary)
+				if [ -n "$np" ] && [ "$np" != "$old" ] &&
+					[ "$(redis-cli -p "$np" EXISTS "fencing:v1:{r:probe:$i}:lock")" = 1 ]; then
+					echo "$(($(date +%s%3N) - t0))"
+					return 0
+				fi
+			fi
+			sleep 0.02
+		done
+		return 1
+	}
+
+	check "the history got going" wait_for_rows 40
+	old=$SENTINEL_PRIMARY
+	harness_log "SENTINEL FAILOVER (primary $old)"
+	date +%s.%N >"$work/failover"
+	t0=$(date +%s%3N)
+	check "SENTINEL FAILOVER" test "$(scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER")" = OK
+	ms=$(first_acquisition "$t0" "$old")
+	check "acquisitions from the new primary after SENTINEL FAILOVER" test -n "$ms"
+	echo "# SENTINEL FAILOVER: first acquisition from the new primary after ${ms:-?} ms"
+	check "the topology settled" topology_sentinel_settled
+	n=$(log_rows)
+	wait_for_rows $((n + 40)) || true
+
+	old=$SENTINEL_PRIMARY
+	harness_log "kill -9 of the primary $old"
+	date +%s.%N >"$work/killed"
+	t0=$(date +%s%3N)
+	check "primary killed" topology_node_kill "$old"
+	ms=$(first_acquisition "$t0" "$old")
+	check "acquisitions from the new primary after kill -9" test -n "$ms"
+	echo "# kill -9 of the primary: first acquisition from the new primary after ${ms:-?} ms"
+	check "the killed node restarts" topology_node_restart "$old"
+	wait "$run_pid"
+	check "clients ran to the end" test $? -eq 0
+	sabotage "lose a committed write" "DELETE FROM hist_log WHERE id = (SELECT max(id) FROM hist_log)"
+	check_history "$work/h" --after-file "$work/failover" --after-file "$work/killed"
+	check "history is clean across both failovers (no violation, nothing lost, no token twice)" test $? -eq 0
+	check "writes committed after SENTINEL FAILOVER" \
+		test "$(fig "$work/h/summary.json" "committed_after['failover']")" -gt 0
+	check "writes committed after the kill" \
+		test "$(fig "$work/h/summary.json" "committed_after['killed']")" -gt 0
+	echo "# error codes: $(fig "$work/h/summary.json" error_codes)"
 	;;
 
 *)
