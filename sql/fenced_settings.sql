@@ -34,6 +34,14 @@ SET fencing.default_ttl = 0;
 SET fencing.default_wait = -1;
 SET fencing.redis_wait_replicas = -1;
 SET fencing.redis_wait_timeout = 0;
+SET fencing.redis_sentinels = '127.0.0.1';
+SET fencing.redis_sentinels = '127.0.0.1:0';
+SET fencing.redis_sentinels = '127.0.0.1:26379 127.0.0.1:26380';
+SET fencing.redis_sentinels = '[::1:26379';
+SET fencing.redis_sentinels = ':26379';
+SET fencing.redis_sentinels = 'a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9,j:10,k:11,l:12,m:13,n:14,o:15,p:16,q:17';
+SET fencing.redis_sentinel_master = 'two words';
+SET fencing.redis_sentinel_password_file = E'/tmp/a\nb';
 SET fencing.no_such_setting = 1;
 
 -- sensible values are taken, with units
@@ -46,6 +54,8 @@ SET fencing.default_ttl = '2min';
 SHOW fencing.default_ttl;
 SET fencing.redis_command_timeout = '1.5s';
 SHOW fencing.redis_command_timeout;
+SET fencing.redis_sentinels = '10.0.0.1:26379, [::1]:26380,sentinel.example.com:26381';
+SET fencing.redis_sentinel_master = 'mymaster';
 RESET ALL;
 
 -- the password is masked, even for a superuser
@@ -92,6 +102,9 @@ SET fencing.redis_lock_key = 'mine:<resource>';
 SET fencing.redis_token_key = 'mine:<resource>';
 SET fencing.redis_wait_replicas = 0;
 SET fencing.redis_wait_timeout = '1s';
+SET fencing.redis_sentinels = '127.0.0.1:26379';
+SET fencing.redis_sentinel_master = 'mymaster';
+SET fencing.redis_sentinel_password_file = '/tmp/mine';
 -- it may tune its own timeouts and defaults
 SET fencing.redis_connect_timeout = '100ms';
 SET fencing.redis_command_timeout = '100ms';
@@ -143,6 +156,11 @@ RESET ROLE;
 -- nothing was acquired or declared
 SELECT * FROM fenced_leases();
 SELECT * FROM fence_declared();
+RESET ALL;
+
+-- Sentinel mode needs the master's name; no Sentinel is asked without it
+SET fencing.redis_sentinels = '127.0.0.1:26379';
+SELECT fenced_acquire('order:1');
 RESET ALL;
 
 REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
