@@ -342,6 +342,42 @@ static bool conn_exit_registered = false;
 static redisReply *conn_reply = NULL;
 
 /*
+ * Caps on one reply.  hiredis 0.14 buffers a bulk string whole before it
+ * hands it over, and allocates an array's element vector as soon as it
+ * reads its header: without caps a broken or hostile server could make a
+ * backend allocate without bound (a 1.1 GB bulk string ended in "invalid
+ * memory alloc request size", a "*2147483647" header in a 16 GB calloc
+ * that stalled the backend uninterruptibly).  Bytes are counted as they
+ * are read, array elements as hiredis announces them (its reader has no
+ * maxelements before 1.0), so an oversized reply is refused early.  The
+ * caps sit far above the largest reply a caller expects: CLUSTER SLOTS or
+ * CLUSTER SHARDS of a cluster of 1,000 nodes with its 16,384 slots in as
+ * many ranges is under 10 MB and 600,000 elements.  The line cap keeps
+ * hiredis, which scans a line from its start at every read, from going
+ * quadratic over a status line that never ends.
+ */
+#define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
+#define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
+#define REDIS_MAX_REPLY_LINE		(64 * 1024)
+
+/* Which cap the reply being read went over, if any. */
+typedef enum RedisReplyLimit
+{
+	REDIS_LIMIT_NONE,
+	REDIS_LIMIT_BYTES,
+	REDIS_LIMIT_ELEMENTS,
+	REDIS_LIMIT_LINE
+} RedisReplyLimit;
+
+static RedisReplyLimit reply_limit = REDIS_LIMIT_NONE;
+static long reply_elements = 0; /* announced so far in this reply */
+
+/* hiredis's reply builders, but for arrays, which go through our cap. */
+static redisReplyObjectFunctions redis_reply_functions;
+static void *(*hiredis_create_array) (const redisReadTask *task,
+									  int elements) = NULL;
+
+/*
  * A failed call, described for ereport (redis_raise) or handed back as
  * text to a caller that must not throw (redis_command_noerror).  The
  * strings are palloc'd in the caller's memory context.
@@ -586,6 +622,70 @@ redis_wait(int io, TimestampTz deadline, bool interruptible)
 	}
 }
 
+/*
+ * redis_create_array
+ *		hiredis's createArray, refused (NULL, which the reader reports as
+ *		out of memory) once the reply announces more elements than
+ *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
+ */
+static void *
+redis_create_array(const redisReadTask *task, int elements)
+{
+	if (elements > REDIS_MAX_REPLY_ELEMENTS - reply_elements)
+	{
+		reply_limit = REDIS_LIMIT_ELEMENTS;
+		return NULL;
+	}
+	reply_elements += elements;
+	return hiredis_create_array(task, elements);
+}
+
+/*
+ * redis_reader_line_too_long
+ *		Whether the unparsed bytes begin with a line longer than
+ *		REDIS_MAX_REPLY_LINE.  The reader's position is always at the start
+ *		of an item or just after its type byte, so the bytes there are a
+ *		line (status, error, integer) or a length before a bulk string or
+ *		an array, which a carriage return must end soon.
+ */
+static bool
+redis_reader_line_too_long(const redisReader *r)
+{
+	return r->len - r->pos > REDIS_MAX_REPLY_LINE &&
+		memchr(r->buf + r->pos, '\r', REDIS_MAX_REPLY_LINE) == NULL;
+}
+
+/*
+ * redis_too_large
+ *		Describe a reply that went over a cap in *err.
+ */
+static bool
+redis_too_large(RedisError *err, const char *target)
+{
+	char	   *detail;
+
+	switch (reply_limit)
+	{
+		case REDIS_LIMIT_ELEMENTS:
+			detail = psprintf("The reply has more than %d array elements, the most fencing accepts.",
+							  REDIS_MAX_REPLY_ELEMENTS);
+			break;
+		case REDIS_LIMIT_LINE:
+			detail = psprintf("A status, error, integer or length line of the reply is longer than %d bytes, the most fencing accepts.",
+							  REDIS_MAX_REPLY_LINE);
+			break;
+		case REDIS_LIMIT_BYTES:
+		default:
+			detail = psprintf("The reply is longer than %d bytes, the most fencing accepts.",
+							  REDIS_MAX_REPLY_BYTES);
+			break;
+	}
+	return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+					  psprintf("reply from Redis server at \"%s\" is too large",
+							   target),
+					  detail, NULL);
+}
+
 /* Copy a hiredis reply into the current memory context. */
 static RedisValue *
 redis_value_copy(const redisReply *r)
@@ -634,6 +734,8 @@ redis_value_copy(const redisReply *r)
 static bool
 redis_io_failed(RedisError *err, const char *target, bool secret)
 {
+	if (reply_limit != REDIS_LIMIT_NONE)
+		return redis_too_large(err, target);
 	if (conn->err == REDIS_ERR_OOM)
 		return redis_fail(err, ERRCODE_OUT_OF_MEMORY,
 						  pstrdup("out of memory"),
@@ -677,6 +779,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 	RedisValue *value;
 	int			done = 0;
 	int			i;
+	size_t		reply_bytes = 0;
 
 	Assert(conn != NULL && conn->err == 0);
 
@@ -705,8 +808,12 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 		}
 	}
 
+	reply_limit = REDIS_LIMIT_NONE;
+	reply_elements = 0;
 	for (;;)
 	{
+		size_t		buffered;
+
 		if (redisGetReplyFromReader(conn, &reply) != REDIS_OK)
 			goto io_failed;
 		if (reply != NULL)
@@ -720,8 +827,19 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 					   pstrdup("The limit is fencing.redis_command_timeout."));
 			return NULL;
 		}
+		buffered = conn->reader->len;
 		if (redisBufferRead(conn) != REDIS_OK)
 			goto io_failed;
+		reply_bytes += conn->reader->len - buffered;
+		if (reply_bytes > REDIS_MAX_REPLY_BYTES)
+			reply_limit = REDIS_LIMIT_BYTES;
+		else if (redis_reader_line_too_long(conn->reader))
+			reply_limit = REDIS_LIMIT_LINE;
+		if (reply_limit != REDIS_LIMIT_NONE)
+		{
+			redis_too_large(err, target);
+			return NULL;
+		}
 	}
 
 	conn_reply = reply;
@@ -1036,6 +1154,15 @@ redis_connect(bool interruptible, RedisError *err)
 						  psprintf("could not connect to Redis server at \"%s\": %s",
 								   target, c->errstr),
 						  NULL, NULL);
+
+	/* Replies are built by hiredis's functions, arrays under our cap. */
+	if (hiredis_create_array == NULL)
+	{
+		redis_reply_functions = *c->reader->fn;
+		hiredis_create_array = redis_reply_functions.createArray;
+		redis_reply_functions.createArray = redis_create_array;
+	}
+	c->reader->fn = &redis_reply_functions;
 
 	conn_wes = CreateWaitEventSet(TopMemoryContext, 3);
 	AddWaitEventToSet(conn_wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
