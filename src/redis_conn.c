@@ -10,14 +10,18 @@
  * exit.  Its descriptor is reserved with AcquireExternalFD so that fd.c's
  * accounting stays right.
  *
- * Every wait is bounded.  The connect is a blocking hiredis connect with
- * fencing.redis_connect_timeout; every command must be answered within
- * fencing.redis_command_timeout.  While waiting for a reply the backend
- * sleeps in WaitEventSetWait on the socket and its latch, so a query
- * cancel, statement_timeout or postmaster death is served at once rather
- * than after the timeout.  SO_RCVTIMEO/SO_SNDTIMEO (redisSetTimeout, set
- * again after every connect, since hiredis does not keep it) only back
- * that up.
+ * The socket never blocks.  As libpq-be-fe-helpers.h does for libpq, the
+ * connect is started without waiting, and the connect, the sending of a
+ * command and the wait for its reply all sleep in WaitEventSetWait on the
+ * socket and the backend's latch: a query cancel, statement_timeout,
+ * pg_terminate_backend or postmaster death is served at once in every
+ * phase, a configuration reload (which sets the latch too) never breaks a
+ * call, and the wait shows in pg_stat_activity as the Extension wait
+ * event.  fencing.redis_connect_timeout bounds the connect, and
+ * fencing.redis_command_timeout each command from its first byte sent to
+ * its reply.  Only redis_command_noerror, for the places where PostgreSQL
+ * holds interrupts (after commit, at exit), waits on the socket alone,
+ * bounded by those timeouts, and reports failure instead of throwing.
  *
  * After any failure -- an I/O error, a timeout, an interrupt while a
  * command is outstanding, a protocol error, an error reply that is
@@ -47,6 +51,7 @@
 #include "postgres.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -78,7 +83,7 @@
 #define REDIS_MAX_COMMAND_TIMEOUT		3600000 /* ms */
 #define REDIS_MAX_HOST_LEN				253
 #define REDIS_MAX_USERNAME_LEN			512
-#define REDIS_MAX_PASSWORD_LEN			4096
+#define REDIS_MAX_PASSWORD_LEN			(1024 * 1024)
 #define REDIS_SENTINEL_RETRY_PAUSE		100 /* ms between discoveries */
 
 /* Settings. */
@@ -89,7 +94,7 @@ static char *fencing_redis_password = NULL;
 static char *fencing_redis_password_file = NULL;
 static int	fencing_redis_database = 0;
 static int	fencing_redis_connect_timeout = REDIS_DEFAULT_CONNECT_TIMEOUT;
-int			fencing_redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
+static int	fencing_redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
 
 /*
  * Bumped whenever a setting that names the server or the credentials
@@ -337,25 +342,122 @@ redis_conn_init(void)
 
 /* The connection, and what goes with it. */
 static redisContext *conn = NULL;
+static bool conn_ready = false; /* connected, authenticated, selected */
 static WaitEventSet *conn_wes = NULL;	/* latch, postmaster death, socket */
+static int	conn_wes_io = 0;	/* the socket event conn_wes waits for */
 static bool conn_fd_reserved = false;
 static uint64 conn_generation = 0;
-static int	conn_timeout_applied = -1;	/* ms set by redisSetTimeout */
 static bool conn_exit_registered = false;
+
+/* Position of the socket in conn_wes (after the latch and postmaster). */
+#define CONN_WES_SOCKET_POS 2
 
 /* A reply received but not yet copied and freed. */
 static redisReply *conn_reply = NULL;
 
-/* Ways an exchange with the server can fail. */
-typedef enum RedisFailure
-{
-	REDIS_FAILURE_NONE,
-	REDIS_FAILURE_LOST,			/* I/O error or end of file */
-	REDIS_FAILURE_TIMEOUT,		/* no reply within the timeout */
-	REDIS_FAILURE_PROTOCOL		/* bytes that are not RESP */
-} RedisFailure;
+/*
+ * Caps on one reply.  hiredis 0.14 buffers a bulk string whole before it
+ * hands it over, and allocates an array's element vector as soon as it
+ * reads its header: without caps a broken or hostile server could make a
+ * backend allocate without bound (a 1.1 GB bulk string ended in "invalid
+ * memory alloc request size", a "*2147483647" header in a 16 GB calloc
+ * that stalled the backend uninterruptibly).  Bytes are counted as they
+ * are read, array elements as hiredis announces them (its reader has no
+ * maxelements before 1.0), so an oversized reply is refused early.  The
+ * caps sit far above the largest reply a caller expects: CLUSTER SLOTS or
+ * CLUSTER SHARDS of a cluster of 1,000 nodes with its 16,384 slots in as
+ * many ranges is under 10 MB and 600,000 elements.  The line cap keeps
+ * hiredis, which scans a line from its start at every read, from going
+ * quadratic over a status line that never ends.
+ */
+#define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
+#define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
+#define REDIS_MAX_REPLY_LINE		(64 * 1024)
 
-static void redis_connect(void);
+/* Which cap the reply being read went over, if any. */
+typedef enum RedisReplyLimit
+{
+	REDIS_LIMIT_NONE,
+	REDIS_LIMIT_BYTES,
+	REDIS_LIMIT_ELEMENTS,
+	REDIS_LIMIT_LINE
+} RedisReplyLimit;
+
+static RedisReplyLimit reply_limit = REDIS_LIMIT_NONE;
+static long reply_elements = 0; /* announced so far in this reply */
+
+/* hiredis's reply builders, but for arrays, which go through our cap. */
+static redisReplyObjectFunctions redis_reply_functions;
+static void *(*hiredis_create_array) (const redisReadTask *task,
+									  int elements) = NULL;
+
+static bool redis_connect(bool interruptible, RedisError *err);
+
+/* SQLSTATE and hint for a Redis error reply, by its error code prefix. */
+typedef struct RedisErrorClass
+{
+	const char *prefix;
+	int			sqlstate;
+	const char *hint;
+} RedisErrorClass;
+
+static const RedisErrorClass redis_error_classes[] = {
+	{"NOAUTH", ERRCODE_FENCING_REDIS_REFUSED,
+	"Set fencing.redis_password or fencing.redis_password_file."},
+	{"WRONGPASS", ERRCODE_FENCING_REDIS_REFUSED, NULL},
+	{"NOPERM", ERRCODE_FENCING_REDIS_REFUSED,
+	"The Redis ACL user needs EVALSHA, EVAL and WAIT, and access to the keys of fencing.redis_lock_key and fencing.redis_token_key."},
+	{"OOM", ERRCODE_FENCING_REDIS_REFUSED,
+	"Redis has reached its maxmemory limit; fencing needs room to write, and maxmemory-policy noeviction."},
+	{"READONLY", ERRCODE_FENCING_REDIS_BUSY,
+	"The server is a read-only replica; fencing.redis_host must name the primary."},
+	{"LOADING", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"MASTERDOWN", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
+	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
+	{"NOREPLICAS", ERRCODE_FENCING_REDIS_NOT_REPLICATED, NULL},
+	{NULL, ERRCODE_FENCING_REDIS_REFUSED, NULL}
+};
+
+/* The class of an error reply; the last entry if its code is unknown. */
+static const RedisErrorClass *
+redis_error_class(const char *text)
+{
+	const RedisErrorClass *class;
+
+	for (class = redis_error_classes; class->prefix != NULL; class++)
+	{
+		size_t		n = strlen(class->prefix);
+
+		if (strncmp(text, class->prefix, n) == 0 &&
+			(text[n] == ' ' || text[n] == '\0'))
+			break;
+	}
+	return class;
+}
+
+/* How a reply of the wrong shape is described. */
+static const char *
+redis_value_describe(const RedisValue *v)
+{
+	switch (v->type)
+	{
+		case REDIS_VALUE_STRING:
+			return "a string";
+		case REDIS_VALUE_ARRAY:
+			return "an array";
+		case REDIS_VALUE_INTEGER:
+			return "an integer";
+		case REDIS_VALUE_NIL:
+			return "nil";
+		case REDIS_VALUE_STATUS:
+			return "a status";
+		case REDIS_VALUE_ERROR:
+			return "an error";
+	}
+	return "something unknown";
+}
 
 /*
  * The server connected to, or to be: fencing.redis_host and
@@ -405,23 +507,13 @@ redis_target(void)
 	return psprintf("%s:%d", host, port);
 }
 
-static struct timeval
-ms_to_timeval(int ms)
-{
-	struct timeval tv;
-
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
-}
-
 /*
- * redis_conn_drop
+ * redis_drop
  *		Close the connection, if any, and free everything that goes with
  *		it.  Safe to call at any time, including from error cleanup.
  */
-void
-redis_conn_drop(void)
+static void
+redis_drop(void)
 {
 	if (conn_reply != NULL)
 	{
@@ -443,51 +535,188 @@ redis_conn_drop(void)
 		ReleaseExternalFD();
 		conn_fd_reserved = false;
 	}
-	conn_timeout_applied = -1;
+	conn_ready = false;
 }
 
 static void
-redis_conn_at_exit(int code, Datum arg)
+redis_at_exit(int code, Datum arg)
 {
-	redis_conn_drop();
+	redis_drop();
 }
 
 /*
  * redis_fail
- *		Drop the connection and report a failed exchange.
+ *		Drop the connection and describe the failure in *err; returns false
+ *		for the caller to pass on.  message, detail and hint are palloc'd
+ *		or constant; detail and hint may be NULL.
  */
-static void
-pg_attribute_noreturn()
-redis_fail(RedisFailure failure, const char *detail, long timeout_ms)
+bool
+redis_fail(RedisError *err, int sqlstate, char *message, char *detail,
+		   char *hint)
 {
-	char	   *target = redis_target();
+	redis_drop();
+	err->sqlstate = sqlstate;
+	err->message = message;
+	err->detail = detail;
+	err->hint = hint;
+	return false;
+}
 
-	redis_conn_drop();
-	switch (failure)
+/* Report a failure described by redis_fail. */
+void
+redis_raise(const RedisError *err)
+{
+	ereport(ERROR,
+			(errcode(err->sqlstate),
+			 errmsg_internal("%s", err->message),
+			 err->detail ? errdetail_internal("%s", err->detail) : 0,
+			 err->hint ? errhint("%s", err->hint) : 0));
+	pg_unreachable();
+}
+
+/*
+ * redis_errno_sqlstate
+ *		The SQLSTATE errcode_for_file_access() would give errno, for file
+ *		errors described before they are reported.
+ */
+static int
+redis_errno_sqlstate(int e)
+{
+	switch (e)
 	{
-		case REDIS_FAILURE_TIMEOUT:
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-					 errmsg("timed out waiting for a reply from Redis server at \"%s\"",
-							target),
-					 errdetail("No reply arrived within %ld ms.", timeout_ms),
-					 errhint("The limit is fencing.redis_command_timeout.")));
-			break;
-		case REDIS_FAILURE_PROTOCOL:
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_PROTOCOL),
-					 errmsg("unexpected reply from Redis server at \"%s\"", target),
-					 errdetail_internal("%s", detail)));
-			break;
-		case REDIS_FAILURE_LOST:
+		case ENOENT:
+			return ERRCODE_UNDEFINED_FILE;
+		case EPERM:
+		case EACCES:
+		case EROFS:
+			return ERRCODE_INSUFFICIENT_PRIVILEGE;
+		case ENOTDIR:
+		case EISDIR:
+			return ERRCODE_WRONG_OBJECT_TYPE;
+		case ENFILE:
+		case EMFILE:
+			return ERRCODE_INSUFFICIENT_RESOURCES;
+		case EIO:
+			return ERRCODE_IO_ERROR;
 		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-					 errmsg("lost connection to Redis server at \"%s\"", target),
-					 errdetail_internal("%s", detail)));
+			return ERRCODE_INTERNAL_ERROR;
+	}
+}
+
+/*
+ * redis_wait
+ *		Sleep until the socket is ready for io (WL_SOCKET_READABLE or
+ *		WL_SOCKET_WRITEABLE); false once deadline has passed.
+ *
+ * An interruptible wait also sleeps on the latch and serves interrupts
+ * with CHECK_FOR_INTERRUPTS, so that a cancel, statement_timeout or
+ * pg_terminate_backend ends it at once; a configuration reload sets the
+ * latch too, and the wait goes on.  The other kind, for calls made where
+ * PostgreSQL holds interrupts, watches only the socket, the postmaster and
+ * the clock.  Either shows in pg_stat_activity as the Extension wait.
+ */
+static bool
+redis_wait(int io, TimestampTz deadline, bool interruptible)
+{
+	for (;;)
+	{
+		long		remaining;
+
+		if (interruptible)
+			CHECK_FOR_INTERRUPTS();
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+													deadline);
+		if (remaining <= 0)
+			return false;
+
+		if (interruptible)
+		{
+			WaitEvent	event;
+
+			if (conn_wes_io != io)
+			{
+				ModifyWaitEvent(conn_wes, CONN_WES_SOCKET_POS, io, NULL);
+				conn_wes_io = io;
+			}
+			if (WaitEventSetWait(conn_wes, remaining, &event, 1,
+								 PG_WAIT_EXTENSION) == 0)
+				continue;		/* timed out: the loop says so */
+			if (event.events & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				continue;		/* interrupts are served at the top */
+			}
+			return true;
+		}
+		else if (WaitLatchOrSocket(NULL, io | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								   conn->fd, remaining,
+								   PG_WAIT_EXTENSION) & io)
+			return true;
+	}
+}
+
+/*
+ * redis_create_array
+ *		hiredis's createArray, refused (NULL, which the reader reports as
+ *		out of memory) once the reply announces more elements than
+ *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
+ */
+static void *
+redis_create_array(const redisReadTask *task, int elements)
+{
+	if (elements > REDIS_MAX_REPLY_ELEMENTS - reply_elements)
+	{
+		reply_limit = REDIS_LIMIT_ELEMENTS;
+		return NULL;
+	}
+	reply_elements += elements;
+	return hiredis_create_array(task, elements);
+}
+
+/*
+ * redis_reader_line_too_long
+ *		Whether the unparsed bytes begin with a line longer than
+ *		REDIS_MAX_REPLY_LINE.  The reader's position is always at the start
+ *		of an item or just after its type byte, so the bytes there are a
+ *		line (status, error, integer) or a length before a bulk string or
+ *		an array, which a carriage return must end soon.
+ */
+static bool
+redis_reader_line_too_long(const redisReader *r)
+{
+	return r->len - r->pos > REDIS_MAX_REPLY_LINE &&
+		memchr(r->buf + r->pos, '\r', REDIS_MAX_REPLY_LINE) == NULL;
+}
+
+/*
+ * redis_too_large
+ *		Describe a reply that went over a cap in *err.
+ */
+static bool
+redis_too_large(RedisError *err, const char *target)
+{
+	char	   *detail;
+
+	switch (reply_limit)
+	{
+		case REDIS_LIMIT_ELEMENTS:
+			detail = psprintf("The reply has more than %d array elements, the most fencing accepts.",
+							  REDIS_MAX_REPLY_ELEMENTS);
+			break;
+		case REDIS_LIMIT_LINE:
+			detail = psprintf("A status, error, integer or length line of the reply is longer than %d bytes, the most fencing accepts.",
+							  REDIS_MAX_REPLY_LINE);
+			break;
+		case REDIS_LIMIT_BYTES:
+		default:
+			detail = psprintf("The reply is longer than %d bytes, the most fencing accepts.",
+							  REDIS_MAX_REPLY_BYTES);
 			break;
 	}
-	pg_unreachable();
+	return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+					  psprintf("reply from Redis server at \"%s\" is too large",
+							   target),
+					  detail, NULL);
 }
 
 /* Copy a hiredis reply into the current memory context. */
@@ -532,81 +761,117 @@ redis_value_copy(const redisReply *r)
 }
 
 /*
- * redis_roundtrip
+ * redis_io_failed
+ *		Describe a failed hiredis read or write on the connection.
+ */
+static bool
+redis_io_failed(RedisError *err, const char *target, bool secret)
+{
+	if (reply_limit != REDIS_LIMIT_NONE)
+		return redis_too_large(err, target);
+	if (conn->err == REDIS_ERR_OOM)
+		return redis_fail(err, ERRCODE_OUT_OF_MEMORY,
+						  pstrdup("out of memory"),
+						  psprintf("Could not read a reply from Redis server at \"%s\".",
+								   target),
+						  NULL);
+	if (conn->err == REDIS_ERR_PROTOCOL)
+		return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+						  psprintf("unexpected reply from Redis server at \"%s\"",
+								   target),
+		/* hiredis quotes a byte of the reply, which may echo a secret */
+						  secret ? NULL : pstrdup(conn->errstr),
+						  NULL);
+	return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+					  psprintf("lost connection to Redis server at \"%s\"",
+							   target),
+					  pstrdup(conn->errstr[0] ? conn->errstr : "unknown error"),
+					  NULL);
+}
+
+/*
+ * redis_exchange
  *		Send one command on the open connection and wait for its reply,
- *		at most timeout_ms.
+ *		all within timeout_ms; NULL on failure, described in *err, with the
+ *		connection dropped.
  *
- * On failure the connection is dropped; then with quiet NULL is returned,
- * otherwise the failure is reported.  An interrupt while waiting is
- * served by CHECK_FOR_INTERRUPTS, whose error the callers' PG_CATCH turns
- * into a dropped connection.
+ * The socket is non-blocking: whatever does not fit in the socket buffers
+ * is sent as the server reads it, the backend sleeping in redis_wait in
+ * between, as it does for the reply.  secret says that the command
+ * carries a password, so that nothing the server sends back may be
+ * quoted.
  */
 static RedisValue *
-redis_roundtrip(int argc, const char **argv, long timeout_ms, bool quiet)
+redis_exchange(int argc, const char **argv, long timeout_ms,
+			   bool interruptible, bool secret, RedisError *err)
 {
+	char	   *target = redis_target();
 	size_t	   *argvlen = palloc(sizeof(size_t) * argc);
 	TimestampTz deadline;
 	void	   *reply = NULL;
 	RedisValue *value;
 	int			done = 0;
 	int			i;
-	RedisFailure failure = REDIS_FAILURE_NONE;
-	char	   *detail = NULL;
+	size_t		reply_bytes = 0;
 
 	Assert(conn != NULL && conn->err == 0);
 
 	for (i = 0; i < argc; i++)
 		argvlen[i] = strlen(argv[i]);
 	if (redisAppendCommandArgv(conn, argc, argv, argvlen) != REDIS_OK)
-	{
-		failure = REDIS_FAILURE_LOST;
-		goto failed;
-	}
-
-	/* The socket blocks, within SO_SNDTIMEO; commands are small. */
-	do
-	{
-		if (redisBufferWrite(conn, &done) != REDIS_OK)
-		{
-			failure = REDIS_FAILURE_LOST;
-			goto failed;
-		}
-	} while (!done);
+		goto io_failed;
+	pfree(argvlen);
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	for (;;)
 	{
-		WaitEvent	event;
-		long		remaining;
+		if (redisBufferWrite(conn, &done) != REDIS_OK)
+			goto io_failed;
+		if (done)
+			break;
+		if (!redis_wait(WL_SOCKET_WRITEABLE, deadline, interruptible))
+		{
+			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+					   psprintf("timed out sending a command to Redis server at \"%s\"",
+								target),
+					   psprintf("The server did not read the command within %ld ms.",
+								timeout_ms),
+					   pstrdup("The limit is fencing.redis_command_timeout."));
+			return NULL;
+		}
+	}
+
+	reply_limit = REDIS_LIMIT_NONE;
+	reply_elements = 0;
+	for (;;)
+	{
+		size_t		buffered;
 
 		if (redisGetReplyFromReader(conn, &reply) != REDIS_OK)
-		{
-			failure = REDIS_FAILURE_PROTOCOL;
-			goto failed;
-		}
+			goto io_failed;
 		if (reply != NULL)
 			break;
-
-		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-													deadline);
-		if (remaining <= 0 ||
-			WaitEventSetWait(conn_wes, remaining, &event, 1,
-							 PG_WAIT_EXTENSION) == 0)
+		if (!redis_wait(WL_SOCKET_READABLE, deadline, interruptible))
 		{
-			failure = REDIS_FAILURE_TIMEOUT;
-			goto failed;
+			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+					   psprintf("timed out waiting for a reply from Redis server at \"%s\"",
+								target),
+					   psprintf("No reply arrived within %ld ms.", timeout_ms),
+					   pstrdup("The limit is fencing.redis_command_timeout."));
+			return NULL;
 		}
-		if (event.events & WL_LATCH_SET)
+		buffered = conn->reader->len;
+		if (redisBufferRead(conn) != REDIS_OK)
+			goto io_failed;
+		reply_bytes += conn->reader->len - buffered;
+		if (reply_bytes > REDIS_MAX_REPLY_BYTES)
+			reply_limit = REDIS_LIMIT_BYTES;
+		else if (redis_reader_line_too_long(conn->reader))
+			reply_limit = REDIS_LIMIT_LINE;
+		if (reply_limit != REDIS_LIMIT_NONE)
 		{
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-		if ((event.events & WL_SOCKET_READABLE) &&
-			redisBufferRead(conn) != REDIS_OK)
-		{
-			failure = conn->err == REDIS_ERR_PROTOCOL ?
-				REDIS_FAILURE_PROTOCOL : REDIS_FAILURE_LOST;
-			goto failed;
+			redis_too_large(err, target);
+			return NULL;
 		}
 	}
 
@@ -614,28 +879,21 @@ redis_roundtrip(int argc, const char **argv, long timeout_ms, bool quiet)
 	value = redis_value_copy(conn_reply);
 	freeReplyObject(conn_reply);
 	conn_reply = NULL;
-	pfree(argvlen);
 	return value;
 
-failed:
-	if (failure != REDIS_FAILURE_TIMEOUT)
-		detail = pstrdup(conn->errstr[0] ? conn->errstr : "unknown error");
-	if (quiet)
-	{
-		redis_conn_drop();
-		return NULL;
-	}
-	redis_fail(failure, detail, timeout_ms);
+io_failed:
+	redis_io_failed(err, target, secret);
+	return NULL;
 }
 
 /*
- * redis_conn_is_stale
+ * redis_is_stale
  *		Whether a connection about to be reused is no longer in step with
  *		the server: closed by it (restart, idle timeout), broken, or
  *		holding bytes nobody asked for.
  */
 static bool
-redis_conn_is_stale(void)
+redis_is_stale(void)
 {
 	char		c;
 	ssize_t		n;
@@ -650,97 +908,103 @@ redis_conn_is_stale(void)
 
 /*
  * redis_ensure_connected
- *		Make sure there is a usable connection under the current settings.
+ *		Make sure there is a usable connection under the current settings;
+ *		false on failure, described in *err.
  */
-static void
-redis_ensure_connected(void)
+static bool
+redis_ensure_connected(bool interruptible, RedisError *err)
 {
 	if (conn != NULL &&
-		(conn_generation != settings_generation || redis_conn_is_stale() ||
+		(!conn_ready || conn_generation != settings_generation ||
+		 redis_is_stale() ||
 		 (redis_sentinel_enabled() && redis_sentinel_switched())))
-		redis_conn_drop();
+		redis_drop();
 	if (conn == NULL)
-		redis_connect();
-	else if (conn_timeout_applied != fencing_redis_command_timeout)
-	{
-		if (redisSetTimeout(conn, ms_to_timeval(fencing_redis_command_timeout)) != REDIS_OK)
-			redis_fail(REDIS_FAILURE_LOST, pstrdup(conn->errstr), 0);
-		conn_timeout_applied = fencing_redis_command_timeout;
-	}
+		return redis_connect(interruptible, err);
+	return true;
 }
 
 /*
  * redis_read_password_file
  *		The password in a password file (fencing.redis_password_file,
- *		fencing.redis_sentinel_password_file): its first line.
+ *		fencing.redis_sentinel_password_file): its first line; false if the
+ *		file is unusable, described in *err.
  *
  * Like libpq's .pgpass, the file must not be readable by anyone but the
  * server's operating system user; unlike libpq, a file that is too open is
  * an error, not a warning, since it guards a shared service.
  */
-char *
-redis_read_password_file(const char *path)
+bool
+redis_read_password_file(const char *path, char **password, RedisError *err)
 {
 	struct stat st;
 	FILE	   *file;
-	char		buf[REDIS_MAX_PASSWORD_LEN + 2];
+	char	   *buf;
 	size_t		len;
-	char	   *password;
+	int			save_errno;
 
 	if (stat(path, &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not stat Redis password file \"%s\": %m", path)));
+	{
+		save_errno = errno;
+		return redis_fail(err, redis_errno_sqlstate(save_errno),
+						  psprintf("could not stat Redis password file \"%s\": %s",
+								   path, strerror(save_errno)),
+						  NULL, NULL);
+	}
 	if (!S_ISREG(st.st_mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password file \"%s\" is not a regular file", path)));
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password file \"%s\" is not a regular file",
+								   path),
+						  NULL, NULL);
 	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password file \"%s\" has group or world access", path),
-				 errdetail("Permissions should be u=rw (0600) or less.")));
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password file \"%s\" has group or world access",
+								   path),
+						  pstrdup("Permissions should be u=rw (0600) or less."),
+						  NULL);
 
 	file = AllocateFile(path, "r");
 	if (file == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open Redis password file \"%s\": %m", path)));
-	if (fgets(buf, sizeof(buf), file) == NULL)
+	{
+		save_errno = errno;
+		return redis_fail(err, redis_errno_sqlstate(save_errno),
+						  psprintf("could not open Redis password file \"%s\": %s",
+								   path, strerror(save_errno)),
+						  NULL, NULL);
+	}
+	buf = palloc0(REDIS_MAX_PASSWORD_LEN + 2);
+	if (fgets(buf, REDIS_MAX_PASSWORD_LEN + 2, file) == NULL)
 		buf[0] = '\0';
+	save_errno = errno;
 	if (ferror(file))
 	{
-		int			save_errno = errno;
-
 		FreeFile(file);
-		explicit_bzero(buf, sizeof(buf));
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read Redis password file \"%s\": %m", path)));
+		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
+		return redis_fail(err, redis_errno_sqlstate(save_errno),
+						  psprintf("could not read Redis password file \"%s\": %s",
+								   path, strerror(save_errno)),
+						  NULL, NULL);
 	}
 	FreeFile(file);
 
 	len = strlen(buf);
 	if (len > REDIS_MAX_PASSWORD_LEN)
 	{
-		explicit_bzero(buf, sizeof(buf));
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password in file \"%s\" is too long", path),
-				 errdetail("A Redis password can be at most %d bytes long.",
-						   REDIS_MAX_PASSWORD_LEN)));
+		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password in file \"%s\" is too long", path),
+						  psprintf("A Redis password can be at most %d bytes long.",
+								   REDIS_MAX_PASSWORD_LEN),
+						  NULL);
 	}
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		buf[--len] = '\0';
 	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password file \"%s\" is empty", path)));
-
-	password = pstrdup(buf);
-	explicit_bzero(buf, sizeof(buf));
-	return password;
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password file \"%s\" is empty", path),
+						  NULL, NULL);
+	*password = buf;
+	return true;
 }
 
 /*
@@ -760,29 +1024,49 @@ redis_redact(char *text, const char *secret)
 }
 
 /*
- * redis_authenticate
- *		AUTH, with the ACL user name if one is set, on a new connection.
+ * redis_unexpected_error
+ *		Describe a reply of the wrong shape in *err.
  */
-static void
-redis_authenticate(void)
+static bool
+redis_unexpected_error(RedisError *err, const char *command,
+					   const char *expected, const RedisValue *got)
+{
+	return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+					  psprintf("unexpected reply from Redis server at \"%s\"",
+							   redis_target()),
+					  psprintf("%s answered with %s instead of %s.",
+							   command, redis_value_describe(got), expected),
+					  NULL);
+}
+
+/*
+ * redis_authenticate
+ *		AUTH, with the ACL user name if one is set, on a new connection;
+ *		false on failure, described in *err.
+ */
+static bool
+redis_authenticate(bool interruptible, RedisError *err)
 {
 	char	   *password = NULL;
 	const char *argv[3];
 	int			argc = 0;
-	RedisValue *reply;
+	RedisValue *volatile reply = NULL;
 
 	if (fencing_redis_password[0] != '\0' && fencing_redis_password_file[0] != '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("fencing.redis_password and fencing.redis_password_file are both set"),
-				 errhint("Set only one of them.")));
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  pstrdup("fencing.redis_password and fencing.redis_password_file are both set"),
+						  NULL, pstrdup("Set only one of them."));
 	if (fencing_redis_password_file[0] != '\0')
-		password = redis_read_password_file(fencing_redis_password_file);
+	{
+		if (!redis_read_password_file(fencing_redis_password_file, &password,
+									  err))
+			return false;
+	}
 	else if (fencing_redis_password[0] != '\0')
 		password = pstrdup(fencing_redis_password);
 
 	if (password == NULL && fencing_redis_username[0] == '\0')
-		return;
+		return true;
 
 	argv[argc++] = "AUTH";
 	if (fencing_redis_username[0] != '\0')
@@ -791,8 +1075,10 @@ redis_authenticate(void)
 
 	PG_TRY();
 	{
-		reply = redis_roundtrip(argc, argv, fencing_redis_command_timeout, false);
-		if (reply->type == REDIS_VALUE_ERROR && password != NULL)
+		reply = redis_exchange(argc, argv, fencing_redis_command_timeout,
+							   interruptible, true, err);
+		if (reply != NULL && reply->type == REDIS_VALUE_ERROR &&
+			password != NULL)
 			redis_redact(reply->str, password);
 	}
 	PG_FINALLY();
@@ -806,134 +1092,174 @@ redis_authenticate(void)
 	}
 	PG_END_TRY();
 
+	if (reply == NULL)
+		return false;
 	if (reply->type == REDIS_VALUE_ERROR)
-	{
-		char	   *target = redis_target();
-
-		redis_conn_drop();
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_REFUSED),
-				 errmsg("could not authenticate to Redis server at \"%s\"", target),
-				 errdetail_internal("%s", reply->str),
-				 errhint("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file.")));
-	}
+		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
+						  psprintf("could not authenticate to Redis server at \"%s\"",
+								   redis_target()),
+						  pstrdup(reply->str),
+						  pstrdup("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file."));
 	if (reply->type != REDIS_VALUE_STATUS)
-		redis_conn_unexpected("AUTH", "a status", reply);
+		return redis_unexpected_error(err, "AUTH", "a status", reply);
+	return true;
+}
+
+/*
+ * redis_select
+ *		SELECT fencing.redis_database on a new connection, unless it is 0;
+ *		false on failure, described in *err.
+ */
+static bool
+redis_select(bool interruptible, RedisError *err)
+{
+	char		db[12];
+	const char *argv[2];
+	RedisValue *reply;
+
+	if (fencing_redis_database == 0)
+		return true;
+	snprintf(db, sizeof(db), "%d", fencing_redis_database);
+	argv[0] = "SELECT";
+	argv[1] = db;
+	reply = redis_exchange(2, argv, fencing_redis_command_timeout,
+						   interruptible, false, err);
+	if (reply == NULL)
+		return false;
+	if (reply->type == REDIS_VALUE_ERROR)
+		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
+						  psprintf("could not select database %d on Redis server at \"%s\"",
+								   fencing_redis_database, redis_target()),
+						  pstrdup(reply->str), NULL);
+	if (reply->type != REDIS_VALUE_STATUS)
+		return redis_unexpected_error(err, "SELECT", "a status", reply);
+	return true;
 }
 
 /*
  * redis_connect_target
- *		Open the connection to the target: connect within timeout_ms, set
- *		the command timeout, AUTH, SELECT.  Runs inside the caller's
- *		PG_TRY, which drops a half-made connection on any error.
+ *		Open the connection to the target within timeout_ms: a
+ *		non-blocking connect, then AUTH and SELECT; false on failure,
+ *		described in *err, with nothing left behind.
+ *
+ * Like libpqsrv_connect_complete, the connect is started without waiting
+ * and completed in redis_wait, so that it answers to interrupts; only
+ * resolving a host name (getaddrinfo, inside hiredis) blocks.  hiredis
+ * marks a non-blocking context connected at once: the outcome is the
+ * socket's error once it turns writeable.
  */
-static void
-redis_connect_target(int timeout_ms)
+static bool
+redis_connect_target(int timeout_ms, bool interruptible, RedisError *err)
 {
 	char	   *target = redis_target();
 	const char *host = redis_target_host();
-	struct timeval tv = ms_to_timeval(timeout_ms);
 	redisContext *c;
+	TimestampTz deadline;
+	int			so_error = 0;
+	socklen_t	so_error_len = sizeof(so_error);
 
 	Assert(conn == NULL);
 
 	if (!conn_exit_registered)
 	{
-		on_proc_exit(redis_conn_at_exit, (Datum) 0);
+		on_proc_exit(redis_at_exit, (Datum) 0);
 		conn_exit_registered = true;
 	}
 
 	if (!AcquireExternalFD())
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-				 errmsg("could not connect to Redis server at \"%s\"", target),
-				 errdetail("There are too many open files on the local server."),
-				 errhint("Raise the server's max_files_per_process and/or \"ulimit -n\" limits.")));
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("could not connect to Redis server at \"%s\"",
+								   target),
+						  pstrdup("There are too many open files on the local server."),
+						  pstrdup("Raise the server's max_files_per_process and/or \"ulimit -n\" limits."));
 	conn_fd_reserved = true;
 
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	if (host[0] == '/')
-		c = redisConnectUnixWithTimeout(host, tv);
+		c = redisConnectUnixNonBlock(host);
 	else
-		c = redisConnectWithTimeout(host, redis_target_port(), tv);
+		c = redisConnectNonBlock(host, redis_target_port());
 	if (c == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory"),
-				 errdetail("Could not allocate a Redis connection.")));
+		return redis_fail(err, ERRCODE_OUT_OF_MEMORY, pstrdup("out of memory"),
+						  pstrdup("Could not allocate a Redis connection."),
+						  NULL);
 	conn = c;
 	if (c->err)
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("could not connect to Redis server at \"%s\": %s",
+								   target, c->errstr),
+						  NULL, NULL);
+
+	/* Replies are built by hiredis's functions, arrays under our cap. */
+	if (hiredis_create_array == NULL)
 	{
-		char	   *err = pstrdup(c->errstr);
-
-		redis_conn_drop();
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-				 errmsg("could not connect to Redis server at \"%s\": %s",
-						target, err)));
+		redis_reply_functions = *c->reader->fn;
+		hiredis_create_array = redis_reply_functions.createArray;
+		redis_reply_functions.createArray = redis_create_array;
 	}
-
-	/* hiredis sets only the connect timeout; reads would block forever. */
-	if (redisSetTimeout(c, ms_to_timeval(fencing_redis_command_timeout)) != REDIS_OK)
-		redis_fail(REDIS_FAILURE_LOST, pstrdup(c->errstr), 0);
-	conn_timeout_applied = fencing_redis_command_timeout;
+	c->reader->fn = &redis_reply_functions;
 
 	conn_wes = CreateWaitEventSet(TopMemoryContext, 3);
 	AddWaitEventToSet(conn_wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(conn_wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
-	AddWaitEventToSet(conn_wes, WL_SOCKET_READABLE, c->fd, NULL, NULL);
+	AddWaitEventToSet(conn_wes, WL_SOCKET_WRITEABLE, c->fd, NULL, NULL);
+	conn_wes_io = WL_SOCKET_WRITEABLE;
 
-	redis_authenticate();
+	if (!redis_wait(WL_SOCKET_WRITEABLE, deadline, interruptible))
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("timed out connecting to Redis server at \"%s\"",
+								   target),
+						  psprintf("No connection within %d ms.", timeout_ms),
+						  pstrdup("The limit is fencing.redis_connect_timeout."));
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &so_error_len) != 0)
+		so_error = errno;
+	if (so_error != 0)
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("could not connect to Redis server at \"%s\": %s",
+								   target, strerror(so_error)),
+						  NULL, NULL);
 
-	if (fencing_redis_database != 0)
-	{
-		char		db[12];
-		const char *argv[2];
-		RedisValue *reply;
-
-		snprintf(db, sizeof(db), "%d", fencing_redis_database);
-		argv[0] = "SELECT";
-		argv[1] = db;
-		reply = redis_roundtrip(2, argv, fencing_redis_command_timeout, false);
-		if (reply->type == REDIS_VALUE_ERROR)
-		{
-			redis_conn_drop();
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_REFUSED),
-					 errmsg("could not select database %d on Redis server at \"%s\"",
-							fencing_redis_database, target),
-					 errdetail_internal("%s", reply->str)));
-		}
-		if (reply->type != REDIS_VALUE_STATUS)
-			redis_conn_unexpected("SELECT", "a status", reply);
-	}
+	if (!redis_authenticate(interruptible, err) ||
+		!redis_select(interruptible, err))
+		return false;
 
 	conn_generation = settings_generation;
+	conn_ready = true;
+	return true;
 }
 
 /*
  * redis_role
- *		The role the connected server says it has: "master", "slave" or
- *		"sentinel".
+ *		The role the connected server says it has ("master", "slave",
+ *		"sentinel") in *role; false on failure, described in *err.
  */
-static char *
-redis_role(void)
+static bool
+redis_role(bool interruptible, char **role, RedisError *err)
 {
 	const char *argv[1] = {"ROLE"};
 	RedisValue *reply;
 
-	reply = redis_roundtrip(1, argv, fencing_redis_command_timeout, false);
+	reply = redis_exchange(1, argv, fencing_redis_command_timeout,
+						   interruptible, false, err);
+	if (reply == NULL)
+		return false;
 	if (reply->type == REDIS_VALUE_ERROR)
-		redis_conn_refused("ROLE", reply);
+		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
+						  psprintf("Redis server at \"%s\" refused ROLE",
+								   redis_target()),
+						  pstrdup(reply->str), NULL);
 	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 1 ||
 		reply->elements[0]->type != REDIS_VALUE_STRING)
-		redis_conn_unexpected("ROLE", "an array naming a role", reply);
-	return reply->elements[0]->str;
+		return redis_unexpected_error(err, "ROLE", "an array naming a role", reply);
+	*role = reply->elements[0]->str;
+	return true;
 }
 
 /*
  * redis_connect_sentinel
  *		Sentinel mode: ask the Sentinels for the primary, connect to it and
- *		check with ROLE that it is one.
+ *		check with ROLE that it is one; false on failure, described in
+ *		*err.
  *
  * During a failover the Sentinels may still name the old primary, which
  * is down (the connect fails) or demoted (ROLE says "slave"); then ask
@@ -942,86 +1268,75 @@ redis_role(void)
  * reported.  Only unavailability is retried: a refused password or a
  * protocol error will not go away by asking again.
  */
-static void
-redis_connect_sentinel(void)
+static bool
+redis_connect_sentinel(bool interruptible, RedisError *err)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   fencing_redis_connect_timeout +
 													   fencing_redis_command_timeout);
-	MemoryContext cxt = CurrentMemoryContext;
-	char	   *volatile role = NULL;
 
 	for (;;)
 	{
 		int			port;
 		char	   *host;
+		char	   *role = NULL;
 		long		remaining;
 
 		host = redis_sentinel_resolve(deadline, fencing_redis_connect_timeout,
-									  fencing_redis_command_timeout, &port);
+									  fencing_redis_command_timeout,
+									  interruptible, &port, err);
+		if (host == NULL)
+			return false;
 		redis_set_target(host, port);
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		role = NULL;
-		PG_TRY();
+		if (redis_connect_target((int) Max(Min(remaining, fencing_redis_connect_timeout), 1),
+								 interruptible, err) &&
+			redis_role(interruptible, &role, err))
 		{
-			redis_connect_target((int) Max(Min(remaining, fencing_redis_connect_timeout), 1));
-			role = redis_role();
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			redis_conn_drop();
-			if ((edata->sqlerrcode != ERRCODE_FENCING_REDIS_UNAVAILABLE &&
-				 edata->sqlerrcode != ERRCODE_FENCING_REDIS_BUSY) ||
-				TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline) <=
-				REDIS_SENTINEL_RETRY_PAUSE)
-				PG_RE_THROW();
-			FlushErrorState();
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
-
-		if (role != NULL && strcmp(role, "master") == 0)
-			return;
-		redis_conn_drop();
-		redis_sentinel_unwatch();
-		if (role != NULL)
+			if (strcmp(role, "master") == 0)
+				return true;
+			redis_fail(err, ERRCODE_FENCING_REDIS_BUSY,
+					   psprintf("Redis server at \"%s\" that the Sentinels name as primary of \"%s\" is not a primary",
+								redis_target(), redis_sentinel_master_name()),
+					   psprintf("ROLE says \"%s\".", role),
+					   pstrdup("A failover may be under way; retry soon."));
+			/* that Sentinel has not heard of the failover yet */
 			redis_sentinel_distrust();
+		}
+		redis_sentinel_unwatch();
 
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		if (role != NULL && remaining <= REDIS_SENTINEL_RETRY_PAUSE)
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_BUSY),
-					 errmsg("Redis server at \"%s\" that the Sentinels name as primary of \"%s\" is not a primary",
-							redis_target(), redis_sentinel_master_name()),
-					 errdetail("ROLE says \"%s\".", role),
-					 errhint("A failover may be under way; retry soon.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min(remaining, REDIS_SENTINEL_RETRY_PAUSE), PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		if ((err->sqlstate != ERRCODE_FENCING_REDIS_UNAVAILABLE &&
+			 err->sqlstate != ERRCODE_FENCING_REDIS_BUSY) ||
+			remaining <= REDIS_SENTINEL_RETRY_PAUSE)
+			return false;
+		if (interruptible)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 REDIS_SENTINEL_RETRY_PAUSE, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		else
+			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 REDIS_SENTINEL_RETRY_PAUSE, PG_WAIT_EXTENSION);
 	}
 }
 
 /*
  * redis_connect
  *		Open the connection under the current settings: to
- *		fencing.redis_host, or to the primary the Sentinels name.
+ *		fencing.redis_host, or to the primary the Sentinels name; false on
+ *		failure, described in *err, with nothing left behind.
  */
-static void
-redis_connect(void)
+static bool
+redis_connect(bool interruptible, RedisError *err)
 {
 	if (redis_sentinel_enabled())
-		redis_connect_sentinel();
-	else
-	{
-		redis_sentinel_unwatch();
-		redis_set_target(NULL, 0);
-		redis_connect_target(fencing_redis_connect_timeout);
-	}
+		return redis_connect_sentinel(interruptible, err);
+	redis_sentinel_unwatch();
+	redis_set_target(NULL, 0);
+	return redis_connect_target(fencing_redis_connect_timeout, interruptible, err);
 }
 
 /*
@@ -1036,21 +1351,24 @@ redis_connect(void)
 RedisValue *
 redis_command(int argc, const char **argv, int extra_timeout_ms)
 {
-	RedisValue *result = NULL;
+	RedisValue *volatile result = NULL;
+	RedisError	err;
 
 	PG_TRY();
 	{
-		redis_ensure_connected();
-		result = redis_roundtrip(argc, argv,
-								 (long) fencing_redis_command_timeout + extra_timeout_ms,
-								 false);
+		if (redis_ensure_connected(true, &err))
+			result = redis_exchange(argc, argv,
+									(long) fencing_redis_command_timeout + extra_timeout_ms,
+									true, false, &err);
 	}
 	PG_CATCH();
 	{
-		redis_conn_drop();
+		redis_drop();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (result == NULL)
+		redis_raise(&err);
 	return result;
 }
 
@@ -1063,71 +1381,73 @@ redis_command(int argc, const char **argv, int extra_timeout_ms)
 RedisValue *
 redis_command_if_connected(int argc, const char **argv)
 {
-	RedisValue *result = NULL;
+	RedisValue *volatile result = NULL;
+	RedisError	err;
 
-	if (conn == NULL)
+	if (conn == NULL || !conn_ready)
 		return NULL;
 	PG_TRY();
 	{
-		result = redis_roundtrip(argc, argv, fencing_redis_command_timeout, true);
+		result = redis_exchange(argc, argv, fencing_redis_command_timeout,
+								true, false, &err);
 	}
 	PG_CATCH();
 	{
-		redis_conn_drop();
+		redis_drop();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	return result;
 }
 
-/* SQLSTATE and hint for a Redis error reply, by its error code prefix. */
-typedef struct RedisErrorClass
+/*
+ * redis_command_noerror
+ *		Send one command, connecting first if need be, where nothing may be
+ *		thrown: after commit, or at backend exit, where PostgreSQL holds
+ *		interrupts and turns any ERROR into FATAL.
+ *
+ * Interrupts are held throughout, so that neither a cancel nor
+ * pg_terminate_backend cuts the call short; fencing.redis_connect_timeout
+ * bounds the connect and fencing.redis_command_timeout each exchange
+ * (AUTH, SELECT, the command).  On success *reply is the reply, which may
+ * be an error reply; on failure the connection is dropped, false is
+ * returned and *failure describes it in one line, for the caller's
+ * WARNING.
+ */
+bool
+redis_command_noerror(int argc, const char **argv, RedisValue **reply,
+					  char **failure)
 {
-	const char *prefix;
-	int			sqlstate;
-	const char *hint;
-} RedisErrorClass;
+	RedisValue *result = NULL;
+	RedisError	err;
 
-static const RedisErrorClass redis_error_classes[] = {
-	{"NOAUTH", ERRCODE_FENCING_REDIS_REFUSED,
-	"Set fencing.redis_password or fencing.redis_password_file."},
-	{"WRONGPASS", ERRCODE_FENCING_REDIS_REFUSED, NULL},
-	{"NOPERM", ERRCODE_FENCING_REDIS_REFUSED,
-	"The Redis ACL user needs EVALSHA, EVAL and WAIT, and access to the keys of fencing.redis_lock_key and fencing.redis_token_key."},
-	{"OOM", ERRCODE_FENCING_REDIS_REFUSED,
-	"Redis has reached its maxmemory limit; fencing needs room to write, and maxmemory-policy noeviction."},
-	{"READONLY", ERRCODE_FENCING_REDIS_BUSY,
-	"The server is a read-only replica; fencing.redis_host must name the primary."},
-	{"LOADING", ERRCODE_FENCING_REDIS_BUSY, NULL},
-	{"MASTERDOWN", ERRCODE_FENCING_REDIS_BUSY, NULL},
-	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
-	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
-	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
-	{"NOREPLICAS", ERRCODE_FENCING_REDIS_NOT_REPLICATED, NULL},
-	{NULL, ERRCODE_FENCING_REDIS_REFUSED, NULL}
-};
+	HOLD_INTERRUPTS();
+	if (redis_ensure_connected(false, &err))
+		result = redis_exchange(argc, argv, fencing_redis_command_timeout,
+								false, false, &err);
+	RESUME_INTERRUPTS();
+	if (result == NULL)
+	{
+		*failure = err.detail ? psprintf("%s: %s", err.message, err.detail) :
+			err.message;
+		return false;
+	}
+	*reply = result;
+	return true;
+}
 
 /*
- * redis_conn_refused
+ * redis_refused
  *		Drop the connection and report an error reply, with a SQLSTATE
  *		chosen by the Redis error code (see the README's table).
  */
 void
-redis_conn_refused(const char *command, const RedisValue *reply)
+redis_refused(const char *command, const RedisValue *reply)
 {
-	const RedisErrorClass *class;
+	const RedisErrorClass *class = redis_error_class(reply->str);
 	char	   *target = redis_target();
 
-	for (class = redis_error_classes; class->prefix != NULL; class++)
-	{
-		size_t		n = strlen(class->prefix);
-
-		if (strncmp(reply->str, class->prefix, n) == 0 &&
-			(reply->str[n] == ' ' || reply->str[n] == '\0'))
-			break;
-	}
-
-	redis_conn_drop();
+	redis_drop();
 	ereport(ERROR,
 			(errcode(class->sqlstate),
 			 errmsg("Redis server at \"%s\" refused %s", target, command),
@@ -1136,46 +1456,19 @@ redis_conn_refused(const char *command, const RedisValue *reply)
 	pg_unreachable();
 }
 
-/* How a reply of the wrong shape is described. */
-static const char *
-redis_value_describe(const RedisValue *v)
-{
-	switch (v->type)
-	{
-		case REDIS_VALUE_STRING:
-			return "a string";
-		case REDIS_VALUE_ARRAY:
-			return "an array";
-		case REDIS_VALUE_INTEGER:
-			return "an integer";
-		case REDIS_VALUE_NIL:
-			return "nil";
-		case REDIS_VALUE_STATUS:
-			return "a status";
-		case REDIS_VALUE_ERROR:
-			return "an error";
-	}
-	return "something unknown";
-}
-
 /*
- * redis_conn_unexpected
+ * redis_unexpected
  *		Drop the connection and report a reply of the wrong shape: whatever
  *		is answering is not the Redis we expect, or not in step with us.
  */
 void
-redis_conn_unexpected(const char *command, const char *expected,
-					  const RedisValue *got)
+redis_unexpected(const char *command, const char *expected,
+				 const RedisValue *got)
 {
-	char	   *target = redis_target();
+	RedisError	err;
 
-	redis_conn_drop();
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCING_REDIS_PROTOCOL),
-			 errmsg("unexpected reply from Redis server at \"%s\"", target),
-			 errdetail("%s answered with %s instead of %s.",
-					   command, redis_value_describe(got), expected)));
-	pg_unreachable();
+	redis_unexpected_error(&err, command, expected, got);
+	redis_raise(&err);
 }
 
 /* Compute a script's SHA1, the name EVALSHA knows it by. */
@@ -1246,11 +1539,11 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 				 strncmp(reply->str, "READONLY", 8) == 0)
 		{
 			/* a demoted primary: the Sentinels name the new one */
-			redis_conn_drop();
+			redis_drop();
 			rediscovered = true;
 		}
 		else
-			redis_conn_refused(script->name, reply);
+			redis_refused(script->name, reply);
 	}
 
 	pfree(argv);

@@ -349,6 +349,13 @@ static redisReply *sentinel_replies[4];
 static redisContext *watch_conn = NULL;
 static bool watch_fd_reserved = false;
 
+/*
+ * Whether the discovery under way may serve interrupts; not when called
+ * where PostgreSQL holds them (redis_command_noerror), where it waits on
+ * the socket and the clock alone.
+ */
+static bool sentinel_interruptible = true;
+
 static void
 sentinel_disconnect(void)
 {
@@ -470,7 +477,7 @@ sentinel_min_deadline(TimestampTz a, TimestampTz b)
 /*
  * sentinel_wait
  *		Sleep until the Sentinel's socket is ready for io_event, serving
- *		interrupts; false at the deadline.
+ *		interrupts if allowed; false at the deadline.
  */
 static bool
 sentinel_wait(int io_event, TimestampTz deadline)
@@ -483,9 +490,13 @@ sentinel_wait(int io_event, TimestampTz deadline)
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (remaining <= 0)
 			return false;
-		rc = WaitLatchOrSocket(MyLatch,
-							   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | WL_TIMEOUT | io_event,
-							   sentinel_conn->fd, remaining, PG_WAIT_EXTENSION);
+		if (!sentinel_interruptible)
+			rc = WaitLatchOrSocket(NULL, WL_EXIT_ON_PM_DEATH | WL_TIMEOUT | io_event,
+								   sentinel_conn->fd, remaining, PG_WAIT_EXTENSION);
+		else
+			rc = WaitLatchOrSocket(MyLatch,
+								   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | WL_TIMEOUT | io_event,
+								   sentinel_conn->fd, remaining, PG_WAIT_EXTENSION);
 		if (rc & WL_LATCH_SET)
 		{
 			ResetLatch(MyLatch);
@@ -848,31 +859,45 @@ sentinel_ask_all(const char *password, TimestampTz deadline,
 /*
  * redis_sentinel_resolve
  *		The address the Sentinels name as primary of
- *		fencing.redis_sentinel_master: its host (palloc'd) and *port.
+ *		fencing.redis_sentinel_master: its host (palloc'd) and *port; NULL
+ *		on failure, described in *err.
  *
  * Asks the Sentinels in turn until one names it, by deadline.  When none
  * does, the error says why, per Sentinel: a name no Sentinel knows or a
  * refused password is the configuration's fault (TF104), Sentinels that
- * cannot be reached are not (TF101).
+ * cannot be reached are not (TF101).  interruptible as for
+ * redis_command_noerror.
  */
 char *
 redis_sentinel_resolve(TimestampTz deadline, int connect_timeout_ms,
-					   int command_timeout_ms, int *port)
+					   int command_timeout_ms, bool interruptible, int *port,
+					   RedisError *err)
 {
 	char	   *volatile password = NULL;
 	SentinelTally *tally = palloc0(sizeof(SentinelTally));
 	char	   *host = NULL;
 
 	if (fencing_redis_sentinel_master[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_REFUSED),
-				 errmsg("fencing.redis_sentinels is set but fencing.redis_sentinel_master is not"),
-				 errhint("Set fencing.redis_sentinel_master to the name the Sentinels monitor the primary under.")));
+	{
+		redis_fail(err, ERRCODE_FENCING_REDIS_REFUSED,
+				   pstrdup("fencing.redis_sentinels is set but fencing.redis_sentinel_master is not"),
+				   NULL,
+				   pstrdup("Set fencing.redis_sentinel_master to the name the Sentinels monitor the primary under."));
+		return NULL;
+	}
 	sentinel_refresh_order();
 	initStringInfo(&tally->detail);
 	if (fencing_redis_sentinel_password_file[0] != '\0')
-		password = redis_read_password_file(fencing_redis_sentinel_password_file);
+	{
+		char	   *pw;
 
+		if (!redis_read_password_file(fencing_redis_sentinel_password_file,
+									  &pw, err))
+			return NULL;
+		password = pw;
+	}
+
+	sentinel_interruptible = interruptible;
 	PG_TRY();
 	{
 		host = sentinel_ask_all(password, deadline, connect_timeout_ms,
@@ -890,26 +915,24 @@ redis_sentinel_resolve(TimestampTz deadline, int connect_timeout_ms,
 		return host;
 	appendStringInfoChar(&tally->detail, '.');
 	if (tally->unknown)
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_REFUSED),
-				 errmsg("Redis Sentinels do not know master \"%s\"",
-						fencing_redis_sentinel_master),
-				 errdetail_internal("%s", tally->detail.data),
-				 errhint("Check fencing.redis_sentinel_master against the Sentinels' \"sentinel monitor\" lines.")));
-	if (tally->refused)
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_REFUSED),
-				 errmsg("could not authenticate to the Redis Sentinels of master \"%s\"",
-						fencing_redis_sentinel_master),
-				 errdetail_internal("%s", tally->detail.data),
-				 errhint("Check the password in fencing.redis_sentinel_password_file.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-			 errmsg("could not get the address of master \"%s\" from any Redis Sentinel",
-					fencing_redis_sentinel_master),
-			 errdetail_internal("%s", tally->detail.data),
-			 errhint("Check that the Sentinels of fencing.redis_sentinels are running.")));
-	pg_unreachable();
+		redis_fail(err, ERRCODE_FENCING_REDIS_REFUSED,
+				   psprintf("Redis Sentinels do not know master \"%s\"",
+							fencing_redis_sentinel_master),
+				   tally->detail.data,
+				   pstrdup("Check fencing.redis_sentinel_master against the Sentinels' \"sentinel monitor\" lines."));
+	else if (tally->refused)
+		redis_fail(err, ERRCODE_FENCING_REDIS_REFUSED,
+				   psprintf("could not authenticate to the Redis Sentinels of master \"%s\"",
+							fencing_redis_sentinel_master),
+				   tally->detail.data,
+				   pstrdup("Check the password in fencing.redis_sentinel_password_file."));
+	else
+		redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+				   psprintf("could not get the address of master \"%s\" from any Redis Sentinel",
+							fencing_redis_sentinel_master),
+				   tally->detail.data,
+				   pstrdup("Check that the Sentinels of fencing.redis_sentinels are running."));
+	return NULL;
 }
 
 #endif							/* USE_HIREDIS */

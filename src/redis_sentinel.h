@@ -16,6 +16,7 @@
 #define REDIS_SENTINEL_H
 
 #include "datatype/timestamp.h"
+#include "redis_conn.h"
 
 extern void redis_sentinel_init(void);
 extern bool redis_sentinel_enabled(void);
@@ -23,7 +24,8 @@ extern const char *redis_sentinel_master_name(void);
 
 #ifdef USE_HIREDIS
 extern char *redis_sentinel_resolve(TimestampTz deadline, int connect_timeout_ms,
-									 int command_timeout_ms, int *port);
+									 int command_timeout_ms, bool interruptible,
+									 int *port, RedisError *err);
 extern void redis_sentinel_distrust(void);
 extern bool redis_sentinel_switched(void);
 extern void redis_sentinel_unwatch(void);
