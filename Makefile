@@ -19,6 +19,7 @@ OBJS = \
 	src/guard_config.o \
 	src/marks.o \
 	src/redis_conn.o \
+	src/redis_hostport.o \
 	src/redis_sentinel.o \
 	src/resource_name.o \
 	src/resource_map.o \

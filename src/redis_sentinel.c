@@ -67,6 +67,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "redis_conn.h"
+#include "redis_hostport.h"
 #include "redis_sentinel.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
@@ -75,8 +76,6 @@
 #include "utils/timestamp.h"
 
 /* Bounds of the settings and of what a Sentinel may answer. */
-#define SENTINEL_MAX_COUNT			16
-#define SENTINEL_MAX_HOST_LEN		253
 #define SENTINEL_MAX_NAME_LEN		256
 #define SENTINEL_MAX_REPLY_BYTES	4096
 
@@ -85,102 +84,6 @@ static char *fencing_redis_sentinels = NULL;
 static char *fencing_redis_sentinel_master = NULL;
 static char *fencing_redis_sentinel_password_file = NULL;
 
-/* One entry of fencing.redis_sentinels. */
-typedef struct SentinelAddr
-{
-	char		host[SENTINEL_MAX_HOST_LEN + 1];
-	int			port;
-} SentinelAddr;
-
-/*
- * sentinel_parse_list
- *		Split "host:port, host:port, [v6addr]:port" into addrs; false with
- *		*why set when the list is malformed.
- */
-static bool
-sentinel_parse_list(const char *list, SentinelAddr *addrs, int *naddrs,
-					const char **why)
-{
-	const char *p = list;
-
-	*naddrs = 0;
-	for (;;)
-	{
-		const char *host;
-		const char *host_end;
-		char	   *port_end;
-		long		port;
-
-		while (*p == ' ')
-			p++;
-		if (*p == '\0')
-			break;
-		if (*naddrs == SENTINEL_MAX_COUNT)
-		{
-			*why = "At most 16 Sentinels can be listed.";
-			return false;
-		}
-		if (*p == '[')
-		{
-			host = ++p;
-			host_end = strchr(p, ']');
-			if (host_end == NULL)
-			{
-				*why = "An IPv6 address in brackets lacks its \"]\".";
-				return false;
-			}
-			p = host_end + 1;
-		}
-		else
-		{
-			host = p;
-			while (*p != '\0' && *p != ':' && *p != ',')
-				p++;
-			host_end = p;
-		}
-		if (host_end == host || host_end - host > SENTINEL_MAX_HOST_LEN)
-		{
-			*why = "Each entry must be host:port, with a host of 1 to 253 bytes.";
-			return false;
-		}
-		for (const char *c = host; c < host_end; c++)
-		{
-			if (isspace((unsigned char) *c) || iscntrl((unsigned char) *c) || *c == '/')
-			{
-				*why = "A host cannot contain white space, control characters or \"/\".";
-				return false;
-			}
-		}
-		if (*p != ':')
-		{
-			*why = "Each entry must be host:port.";
-			return false;
-		}
-		errno = 0;
-		port = strtol(p + 1, &port_end, 10);
-		if (port_end == p + 1 || errno != 0 || port < 1 || port > 65535)
-		{
-			*why = "A port must be a number from 1 to 65535.";
-			return false;
-		}
-		p = port_end;
-		while (*p == ' ')
-			p++;
-		if (*p != ',' && *p != '\0')
-		{
-			*why = "Entries must be separated by commas.";
-			return false;
-		}
-		memcpy(addrs[*naddrs].host, host, host_end - host);
-		addrs[*naddrs].host[host_end - host] = '\0';
-		addrs[*naddrs].port = (int) port;
-		(*naddrs)++;
-		if (*p == ',')
-			p++;
-	}
-	return true;
-}
-
 /*
  * check_redis_sentinels
  *		Empty (no Sentinel mode), or a valid list of host:port.
@@ -188,13 +91,13 @@ sentinel_parse_list(const char *list, SentinelAddr *addrs, int *naddrs,
 static bool
 check_redis_sentinels(char **newval, void **extra, GucSource source)
 {
-	SentinelAddr addrs[SENTINEL_MAX_COUNT];
+	RedisHostPort addrs[REDIS_MAX_HOSTPORTS];
 	int			naddrs;
 	const char *why;
 
 	if (*newval == NULL)
 		return true;
-	if (!sentinel_parse_list(*newval, addrs, &naddrs, &why))
+	if (!redis_parse_hostports(*newval, addrs, &naddrs, &why))
 	{
 		GUC_check_errdetail("%s", why);
 		return false;
@@ -311,7 +214,7 @@ redis_sentinel_master_name(void)
  * The Sentinels in the order to ask them: parsed from the setting when it
  * changes, the last one that answered moved to the front.
  */
-static SentinelAddr sentinel_order[SENTINEL_MAX_COUNT];
+static RedisHostPort sentinel_order[REDIS_MAX_HOSTPORTS];
 static int	sentinel_count = 0;
 static char *sentinel_order_of = NULL;	/* the setting they were parsed from */
 
@@ -431,7 +334,7 @@ sentinel_refresh_order(void)
 	if (sentinel_order_of != NULL &&
 		strcmp(sentinel_order_of, fencing_redis_sentinels) == 0)
 		return;
-	if (!sentinel_parse_list(fencing_redis_sentinels, sentinel_order,
+	if (!redis_parse_hostports(fencing_redis_sentinels, sentinel_order,
 							 &sentinel_count, &why))
 		elog(ERROR, "fencing.redis_sentinels passed its check hook but does not parse");
 	if (sentinel_order_of != NULL)
@@ -443,9 +346,9 @@ sentinel_refresh_order(void)
 static void
 sentinel_to_front(int i)
 {
-	SentinelAddr first = sentinel_order[i];
+	RedisHostPort first = sentinel_order[i];
 
-	memmove(&sentinel_order[1], &sentinel_order[0], sizeof(SentinelAddr) * i);
+	memmove(&sentinel_order[1], &sentinel_order[0], sizeof(RedisHostPort) * i);
 	sentinel_order[0] = first;
 }
 
@@ -458,12 +361,12 @@ sentinel_to_front(int i)
 void
 redis_sentinel_distrust(void)
 {
-	SentinelAddr first = sentinel_order[0];
+	RedisHostPort first = sentinel_order[0];
 
 	if (sentinel_count < 2)
 		return;
 	memmove(&sentinel_order[0], &sentinel_order[1],
-			sizeof(SentinelAddr) * (sentinel_count - 1));
+			sizeof(RedisHostPort) * (sentinel_count - 1));
 	sentinel_order[sentinel_count - 1] = first;
 }
 
@@ -513,7 +416,7 @@ sentinel_wait(int io_event, TimestampTz deadline)
  *		false with *why on failure.
  */
 static bool
-sentinel_connect(const SentinelAddr *addr, TimestampTz connect_deadline,
+sentinel_connect(const RedisHostPort *addr, TimestampTz connect_deadline,
 				 const char **why)
 {
 	int			err = 0;
@@ -644,7 +547,7 @@ sentinel_read_address(const redisReply *r, int *port, const char **why)
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
 		r->element[0]->type != REDIS_REPLY_STRING ||
 		r->element[1]->type != REDIS_REPLY_STRING ||
-		r->element[0]->len == 0 || r->element[0]->len > SENTINEL_MAX_HOST_LEN ||
+		r->element[0]->len == 0 || r->element[0]->len > REDIS_HOSTPORT_MAX_HOST ||
 		strlen(r->element[0]->str) != r->element[0]->len)
 	{
 		*why = "answered with something other than an address";
@@ -679,7 +582,7 @@ sentinel_read_address(const redisReply *r, int *port, const char **why)
  *		answer goes unnoticed.
  */
 static SentinelOutcome
-sentinel_converse(const SentinelAddr *addr, const char *password,
+sentinel_converse(const RedisHostPort *addr, const char *password,
 				  TimestampTz deadline, int connect_timeout_ms,
 				  int command_timeout_ms, char **host, int *port,
 				  const char **why)
@@ -765,7 +668,7 @@ sentinel_converse(const SentinelAddr *addr, const char *password,
  *		otherwise, and on any error thrown while waiting.
  */
 static SentinelOutcome
-sentinel_ask(const SentinelAddr *addr, const char *password,
+sentinel_ask(const RedisHostPort *addr, const char *password,
 			 TimestampTz deadline, int connect_timeout_ms,
 			 int command_timeout_ms, char **host, int *port, const char **why)
 {
@@ -820,7 +723,7 @@ sentinel_ask_all(const char *password, TimestampTz deadline,
 
 	for (int i = 0; i < sentinel_count; i++)
 	{
-		const SentinelAddr *addr = &sentinel_order[i];
+		const RedisHostPort *addr = &sentinel_order[i];
 		const char *why = NULL;
 		char	   *host = NULL;
 

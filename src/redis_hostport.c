@@ -1,0 +1,107 @@
+/*-------------------------------------------------------------------------
+ *
+ * redis_hostport.c
+ *	  Lists of host:port, as fencing.redis_sentinels and
+ *	  fencing.redis_cluster_nodes take them.
+ *
+ * IDENTIFICATION
+ *	  src/redis_hostport.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+
+#include "redis_hostport.h"
+
+/*
+ * redis_parse_hostports
+ *		Split "host:port, host:port, [v6addr]:port" into addrs (room for
+ *		REDIS_MAX_HOSTPORTS); false with *why, a sentence for a check
+ *		hook's detail, when the list is malformed.
+ */
+bool
+redis_parse_hostports(const char *list, RedisHostPort *addrs, int *naddrs,
+					  const char **why)
+{
+	const char *p = list;
+
+	*naddrs = 0;
+	for (;;)
+	{
+		const char *host;
+		const char *host_end;
+		char	   *port_end;
+		long		port;
+
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			break;
+		if (*naddrs == REDIS_MAX_HOSTPORTS)
+		{
+			*why = "At most 16 servers can be listed.";
+			return false;
+		}
+		if (*p == '[')
+		{
+			host = ++p;
+			host_end = strchr(p, ']');
+			if (host_end == NULL)
+			{
+				*why = "An IPv6 address in brackets lacks its \"]\".";
+				return false;
+			}
+			p = host_end + 1;
+		}
+		else
+		{
+			host = p;
+			while (*p != '\0' && *p != ':' && *p != ',')
+				p++;
+			host_end = p;
+		}
+		if (host_end == host || host_end - host > REDIS_HOSTPORT_MAX_HOST)
+		{
+			*why = "Each entry must be host:port, with a host of 1 to 253 bytes.";
+			return false;
+		}
+		for (const char *c = host; c < host_end; c++)
+		{
+			if (isspace((unsigned char) *c) || iscntrl((unsigned char) *c) || *c == '/')
+			{
+				*why = "A host cannot contain white space, control characters or \"/\".";
+				return false;
+			}
+		}
+		if (*p != ':')
+		{
+			*why = "Each entry must be host:port.";
+			return false;
+		}
+		errno = 0;
+		port = strtol(p + 1, &port_end, 10);
+		if (port_end == p + 1 || errno != 0 || port < 1 || port > 65535)
+		{
+			*why = "A port must be a number from 1 to 65535.";
+			return false;
+		}
+		p = port_end;
+		while (*p == ' ')
+			p++;
+		if (*p != ',' && *p != '\0')
+		{
+			*why = "Entries must be separated by commas.";
+			return false;
+		}
+		memcpy(addrs[*naddrs].host, host, host_end - host);
+		addrs[*naddrs].host[host_end - host] = '\0';
+		addrs[*naddrs].port = (int) port;
+		(*naddrs)++;
+		if (*p == ',')
+			p++;
+	}
+	return true;
+}
+
