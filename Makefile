@@ -18,6 +18,7 @@ OBJS = \
 	src/fencing.o \
 	src/guard_config.o \
 	src/marks.o \
+	src/redis_cluster.o \
 	src/redis_conn.o \
 	src/redis_hostport.o \
 	src/redis_sentinel.o \

@@ -65,6 +65,7 @@
 #include "fencing_errcodes.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "redis_cluster.h"
 #include "redis_conn.h"
 #include "redis_sentinel.h"
 #include "storage/fd.h"
@@ -85,6 +86,8 @@
 #define REDIS_MAX_USERNAME_LEN			512
 #define REDIS_MAX_PASSWORD_LEN			(1024 * 1024)
 #define REDIS_SENTINEL_RETRY_PAUSE		100 /* ms between discoveries */
+#define REDIS_CLUSTER_RETRY_PAUSE		100 /* ms between map reloads */
+#define REDIS_CLUSTER_MAX_LINKS			16	/* open connections to nodes */
 
 /* Settings. */
 static char *fencing_redis_host = NULL;
@@ -336,6 +339,7 @@ redis_conn_init(void)
 							NULL, NULL, NULL);
 
 	redis_sentinel_init();
+	redis_cluster_init();
 }
 
 #ifdef USE_HIREDIS
@@ -416,6 +420,10 @@ static const RedisErrorClass redis_error_classes[] = {
 	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
 	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
 	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
+	{"MOVED", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING,
+	"Slots moved again while fencing followed a redirect; retry.  Outside Cluster mode, fencing.redis_host names a node of a Redis Cluster: set fencing.redis_cluster_nodes instead."},
+	{"ASK", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING,
+	"Slots moved again while fencing followed a redirect; retry.  Outside Cluster mode, fencing.redis_host names a node of a Redis Cluster: set fencing.redis_cluster_nodes instead."},
 	{"NOREPLICAS", ERRCODE_FENCING_REDIS_NOT_REPLICATED, NULL},
 	{NULL, ERRCODE_FENCING_REDIS_REFUSED, NULL}
 };
@@ -538,10 +546,13 @@ redis_drop(void)
 	conn_ready = false;
 }
 
+static void redis_drop_parked(void);
+
 static void
 redis_at_exit(int code, Datum arg)
 {
 	redis_drop();
+	redis_drop_parked();
 }
 
 /*
@@ -1332,11 +1343,393 @@ redis_connect_sentinel(bool interruptible, RedisError *err)
 static bool
 redis_connect(bool interruptible, RedisError *err)
 {
+	/* the check hooks cannot see each other's values: checked here */
+	if (redis_sentinel_enabled() && redis_cluster_enabled())
+		return redis_fail(err, ERRCODE_FENCING_REDIS_REFUSED,
+						  pstrdup("fencing.redis_sentinels and fencing.redis_cluster_nodes are both set"),
+						  NULL,
+						  pstrdup("Set fencing.redis_sentinels for a primary watched by Sentinels, or fencing.redis_cluster_nodes for a Redis Cluster, not both."));
+	if (redis_cluster_enabled())
+	{
+		/* redis_cluster_prepare chose the node */
+		if (fencing_redis_database != 0)
+			return redis_fail(err, ERRCODE_FENCING_REDIS_REFUSED,
+							  psprintf("fencing.redis_database is %d, but a Redis Cluster has only database 0",
+									   fencing_redis_database),
+							  NULL,
+							  pstrdup("Set fencing.redis_database to 0 in Cluster mode."));
+		redis_sentinel_unwatch();
+		return redis_connect_target(fencing_redis_connect_timeout, interruptible, err);
+	}
+	redis_drop_parked();
 	if (redis_sentinel_enabled())
 		return redis_connect_sentinel(interruptible, err);
 	redis_sentinel_unwatch();
 	redis_set_target(NULL, 0);
 	return redis_connect_target(fencing_redis_connect_timeout, interruptible, err);
+}
+
+/*
+ * Cluster mode: one connection per node used.
+ *
+ * The module's connection variables (conn, conn_wes, ...) describe the
+ * active connection, the one to the node the current call goes to.  The
+ * connections to other nodes are parked here, and swapped in when a call
+ * goes to their node again, so that a backend keeps one connection to each
+ * node it uses and a call costs no more round trips than with one server.
+ * Keyless commands (WAIT, after the script) go to the active connection:
+ * the node that ran the script.
+ */
+typedef struct RedisLink
+{
+	redisContext *conn;
+	WaitEventSet *wes;
+	int			wes_io;
+	bool		fd_reserved;
+	uint64		generation;
+	bool		ready;
+	char	   *host;			/* TopMemoryContext */
+	int			port;
+} RedisLink;
+
+static RedisLink parked[REDIS_CLUSTER_MAX_LINKS];
+static int	nparked = 0;
+
+/* Close a parked connection. */
+static void
+redis_link_free(RedisLink *link)
+{
+	if (link->wes != NULL)
+		FreeWaitEventSet(link->wes);
+	if (link->conn != NULL)
+		redisFree(link->conn);
+	if (link->fd_reserved)
+		ReleaseExternalFD();
+	pfree(link->host);
+}
+
+/* Close every parked connection. */
+static void
+redis_drop_parked(void)
+{
+	while (nparked > 0)
+		redis_link_free(&parked[--nparked]);
+}
+
+/*
+ * redis_use_node
+ *		Make the connection to host:port the active one: swap it in if it
+ *		is parked, else aim the next connect at it.  The active connection,
+ *		if any, is parked (the oldest parked one closed if there is no
+ *		room).
+ */
+static void
+redis_use_node(const char *host, int port)
+{
+	if (target_host != NULL && target_port == port && strcmp(target_host, host) == 0)
+		return;
+	if (conn != NULL)
+	{
+		RedisLink  *link;
+
+		if (nparked == REDIS_CLUSTER_MAX_LINKS)
+		{
+			redis_link_free(&parked[0]);
+			memmove(&parked[0], &parked[1], sizeof(RedisLink) * --nparked);
+		}
+		link = &parked[nparked++];
+		link->conn = conn;
+		link->wes = conn_wes;
+		link->wes_io = conn_wes_io;
+		link->fd_reserved = conn_fd_reserved;
+		link->generation = conn_generation;
+		link->ready = conn_ready;
+		link->host = MemoryContextStrdup(TopMemoryContext, target_host);
+		link->port = target_port;
+		conn = NULL;
+		conn_wes = NULL;
+		conn_fd_reserved = false;
+		conn_ready = false;
+	}
+	redis_set_target(host, port);
+	for (int i = 0; i < nparked; i++)
+	{
+		RedisLink  *link = &parked[i];
+
+		if (link->port == port && strcmp(link->host, host) == 0)
+		{
+			conn = link->conn;
+			conn_wes = link->wes;
+			conn_wes_io = link->wes_io;
+			conn_fd_reserved = link->fd_reserved;
+			conn_generation = link->generation;
+			conn_ready = link->ready;
+			pfree(link->host);
+			memmove(link, link + 1, sizeof(RedisLink) * (nparked - i - 1));
+			nparked--;
+			break;
+		}
+	}
+}
+
+/*
+ * redis_cluster_refresh
+ *		Load the slot map, asking the known primaries and then the seeds in
+ *		turn (CLUSTER SLOTS) until one answers, by deadline; false on
+ *		failure, described in *err (the last node's failure).
+ */
+static bool
+redis_cluster_refresh(TimestampTz deadline, bool interruptible, RedisError *err)
+{
+	RedisHostPort nodes[REDIS_MAX_HOSTPORTS * 2];
+	int			n = redis_cluster_candidates(nodes, lengthof(nodes));
+	const char *argv[2] = {"CLUSTER", "SLOTS"};
+
+	for (int i = 0; i < n; i++)
+	{
+		RedisValue *reply;
+		const char *why;
+
+		if (i > 0 && GetCurrentTimestamp() >= deadline)
+			break;
+		redis_use_node(nodes[i].host, nodes[i].port);
+		if (!redis_ensure_connected(interruptible, err))
+			continue;
+		reply = redis_exchange(2, argv, fencing_redis_command_timeout,
+							   interruptible, false, err);
+		if (reply == NULL)
+			continue;
+		if (reply->type == REDIS_VALUE_ERROR)
+		{
+			redis_fail(err, redis_error_class(reply->str)->sqlstate,
+					   psprintf("Redis server at \"%s\" refused CLUSTER SLOTS",
+								redis_target()),
+					   pstrdup(reply->str),
+					   pstrdup("fencing.redis_cluster_nodes must name nodes of a Redis Cluster."));
+			continue;
+		}
+		if (!redis_cluster_load_map(reply, nodes[i].host, &why))
+		{
+			redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+					   psprintf("unexpected reply from Redis server at \"%s\"",
+								redis_target()),
+					   pstrdup(why), NULL);
+			continue;
+		}
+		return true;
+	}
+	return false;
+}
+
+/*
+ * redis_command_slot
+ *		The hash slot a command's keys are in, or -1 for a command without
+ *		keys; for fencing's commands, only EVAL and EVALSHA have keys.  Keys
+ *		in different slots are refused: Redis Cluster cannot run a script on
+ *		them (-CROSSSLOT).
+ */
+static int
+redis_command_slot(int argc, const char **argv, RedisError *err, bool *ok)
+{
+	long		nkeys;
+	int			slot = -1;
+
+	*ok = true;
+	if (argc < 4 ||
+		(pg_strcasecmp(argv[0], "EVALSHA") != 0 && pg_strcasecmp(argv[0], "EVAL") != 0))
+		return -1;
+	nkeys = strtol(argv[2], NULL, 10);
+	for (long i = 0; i < nkeys && 3 + i < argc; i++)
+	{
+		int			s = redis_cluster_key_slot(argv[3 + i], strlen(argv[3 + i]));
+
+		if (slot >= 0 && s != slot)
+		{
+			*ok = redis_fail(err, ERRCODE_FENCING_REDIS_REFUSED,
+							 psprintf("Redis keys \"%s\" and \"%s\" are in different Redis Cluster hash slots (%d and %d)",
+									  argv[3], argv[3 + i], slot, s),
+							 pstrdup("The lock key and the token key of a resource must be in one hash slot, for the script that takes both."),
+							 pstrdup("Give fencing.redis_lock_key and fencing.redis_token_key the same {hash tag} around <resource>, as the default layout \"fencing:v1:{r:<resource>}:...\" does."));
+			return -1;
+		}
+		slot = s;
+	}
+	return slot;
+}
+
+/*
+ * redis_cluster_prepare
+ *		Cluster mode: make the connection to the primary that serves the
+ *		command's keys the active one, loading the map first if need be;
+ *		false on failure, described in *err.
+ *
+ * A node that cannot be reached may have failed over: the map is
+ * forgotten and loaded again after a short pause, until the connect and
+ * command timeouts together have passed (the cluster elects a new primary
+ * within about cluster-node-timeout).  A command without keys goes to the
+ * active connection (or, on a fresh backend, to a seed).
+ */
+static bool
+redis_cluster_prepare(int argc, const char **argv, bool interruptible,
+					  RedisError *err)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   fencing_redis_connect_timeout +
+													   fencing_redis_command_timeout);
+	bool		ok;
+	int			slot = redis_command_slot(argc, argv, err, &ok);
+
+	if (!ok)
+		return false;
+	for (;;)
+	{
+		bool		routed = true;
+		long		remaining;
+
+		if (slot >= 0)
+		{
+			const RedisHostPort *node = redis_cluster_node_of(slot);
+
+			if (node == NULL)
+			{
+				routed = redis_cluster_refresh(deadline, interruptible, err);
+				if (routed && (node = redis_cluster_node_of(slot)) == NULL)
+					routed = redis_fail(err, ERRCODE_FENCING_REDIS_CLUSTER_CHANGING,
+										psprintf("no primary of the Redis Cluster serves hash slot %d",
+												 slot),
+										pstrdup("The cluster is incomplete, or a failover is under way."),
+										NULL);
+			}
+			if (routed)
+				redis_use_node(node->host, node->port);
+		}
+		else if (target_host == NULL)
+		{
+			RedisHostPort seed;
+
+			(void) redis_cluster_candidates(&seed, 1);
+			redis_use_node(seed.host, seed.port);
+		}
+		if (routed && redis_ensure_connected(interruptible, err))
+			return true;
+
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if ((err->sqlstate != ERRCODE_FENCING_REDIS_UNAVAILABLE &&
+			 err->sqlstate != ERRCODE_FENCING_REDIS_CLUSTER_CHANGING) ||
+			remaining <= REDIS_CLUSTER_RETRY_PAUSE)
+			return false;
+		redis_cluster_forget_map(true);
+		if (interruptible)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 REDIS_CLUSTER_RETRY_PAUSE, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		else
+			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 REDIS_CLUSTER_RETRY_PAUSE, PG_WAIT_EXTENSION);
+	}
+}
+
+/*
+ * redis_redirect_target
+ *		The slot and host:port of a -MOVED or -ASK reply ("MOVED 3999
+ *		127.0.0.1:6381"; an empty host means the host that answered); false
+ *		if the text is not one.
+ */
+static bool
+redis_redirect_target(const char *text, int *slot, char **host, int *port)
+{
+	const char *p = strchr(text, ' ');
+	const char *colon;
+	char	   *end;
+	long		n;
+
+	if (p == NULL)
+		return false;
+	n = strtol(p + 1, &end, 10);
+	if (end == p + 1 || *end != ' ' || n < 0 || n >= REDIS_CLUSTER_SLOTS)
+		return false;
+	*slot = (int) n;
+	p = end + 1;
+	colon = strrchr(p, ':');
+	if (colon == NULL || colon - p > REDIS_HOSTPORT_MAX_HOST)
+		return false;
+	n = strtol(colon + 1, &end, 10);
+	if (end == colon + 1 || *end != '\0' || n < 1 || n > 65535)
+		return false;
+	*port = (int) n;
+	*host = colon == p ? pstrdup(redis_target_host()) : pnstrdup(p, colon - p);
+	return true;
+}
+
+/*
+ * redis_send
+ *		Send one command to the server it belongs to and return its reply;
+ *		NULL on failure, described in *err, with the connection dropped.
+ *
+ * In Cluster mode the command goes to the primary of its keys' slot, and
+ * a redirect is followed once: -MOVED updates the map and resends the
+ * command to the node named; -ASK (a slot being migrated) sends ASKING and
+ * the command to the node named, leaving the map alone.  A second
+ * redirect is returned as it is, for the caller to report (TF103).  The
+ * script cache is per node: a NOSCRIPT from the new node comes back to
+ * redis_eval, whose EVAL is a command of its own, with its own redirect.
+ */
+static RedisValue *
+redis_send(int argc, const char **argv, long timeout_ms, bool interruptible,
+		   RedisError *err)
+{
+	RedisValue *reply;
+	int			slot;
+	char	   *host;
+	int			port;
+	bool		ask;
+
+	if (!redis_cluster_enabled())
+	{
+		if (!redis_ensure_connected(interruptible, err))
+			return NULL;
+		return redis_exchange(argc, argv, timeout_ms, interruptible, false, err);
+	}
+
+	if (!redis_cluster_prepare(argc, argv, interruptible, err))
+		return NULL;
+	reply = redis_exchange(argc, argv, timeout_ms, interruptible, false, err);
+	if (reply == NULL)
+	{
+		/* the node may be gone: ask for the map again next time */
+		redis_cluster_forget_map(true);
+		return NULL;
+	}
+	if (reply->type != REDIS_VALUE_ERROR)
+		return reply;
+	ask = strncmp(reply->str, "ASK ", 4) == 0;
+	if ((!ask && strncmp(reply->str, "MOVED ", 6) != 0) ||
+		!redis_redirect_target(reply->str, &slot, &host, &port))
+		return reply;
+
+	if (!ask)
+		redis_cluster_set_slot(slot, host, port);
+	redis_use_node(host, port);
+	if (!redis_ensure_connected(interruptible, err))
+		return NULL;
+	if (ask)
+	{
+		const char *asking[1] = {"ASKING"};
+		RedisValue *ok = redis_exchange(1, asking, timeout_ms, interruptible,
+										false, err);
+
+		if (ok == NULL)
+			return NULL;
+		if (ok->type != REDIS_VALUE_STATUS)
+		{
+			redis_unexpected_error(err, "ASKING", "a status", ok);
+			return NULL;
+		}
+	}
+	return redis_exchange(argc, argv, timeout_ms, interruptible, false, err);
 }
 
 /*
@@ -1356,10 +1749,9 @@ redis_command(int argc, const char **argv, int extra_timeout_ms)
 
 	PG_TRY();
 	{
-		if (redis_ensure_connected(true, &err))
-			result = redis_exchange(argc, argv,
-									(long) fencing_redis_command_timeout + extra_timeout_ms,
-									true, false, &err);
+		result = redis_send(argc, argv,
+							(long) fencing_redis_command_timeout + extra_timeout_ms,
+							true, &err);
 	}
 	PG_CATCH();
 	{
@@ -1422,9 +1814,7 @@ redis_command_noerror(int argc, const char **argv, RedisValue **reply,
 	RedisError	err;
 
 	HOLD_INTERRUPTS();
-	if (redis_ensure_connected(false, &err))
-		result = redis_exchange(argc, argv, fencing_redis_command_timeout,
-								false, false, &err);
+	result = redis_send(argc, argv, fencing_redis_command_timeout, false, &err);
 	RESUME_INTERRUPTS();
 	if (result == NULL)
 	{
