@@ -23,6 +23,10 @@
 #                 SENTINEL FAILOVER, then kill -9 of the primary, mid-history;
 #                 prints the time from each failover to the first acquisition
 #                 from the new primary
+#   cluster-failover
+#                 Cluster mode (a Redis Cluster of three primaries and three
+#                 replicas), TTL 300 ms: CLUSTER FAILOVER, then kill -9, of
+#                 the primary serving the hottest resource, mid-history
 #   long          redis, 10,000+ operations (not run by test/run)
 #
 # Environment: HISTORY_OPS (operations per client, default 40),
@@ -348,6 +352,81 @@ sentinel-failover)
 	check_history "$work/h" --after-file "$work/failover" --after-file "$work/killed"
 	check "history is clean across both failovers (no violation, nothing lost, no token twice)" test $? -eq 0
 	check "writes committed after SENTINEL FAILOVER" \
+		test "$(fig "$work/h/summary.json" "committed_after['failover']")" -gt 0
+	check "writes committed after the kill" \
+		test "$(fig "$work/h/summary.json" "committed_after['killed']")" -gt 0
+	echo "# error codes: $(fig "$work/h/summary.json" error_codes)"
+	;;
+
+cluster-failover)
+	source "$here/../lib/topology.sh"
+	topology_start_cluster || exit 1
+	start_pg "shared_preload_libraries = 'fencing'" \
+		"fencing.redis_cluster_nodes = '$CLUSTER_SEEDS'"
+	setup
+	run_bg "$work/h" --source redis --ttl-ms 300 --wait-ms 300 --resources 6 --ops $((OPS * 2))
+
+	lock_key() { echo "fencing:v1:{r:$1}:lock"; }
+	# a probe resource served by the primary on port $1
+	probe_on() {
+		local i
+		for i in $(seq 1 1000); do
+			[ "$(topology_cluster_node_of "$(lock_key "probe:$i")")" = "$1" ] && { echo "probe:$i"; return 0; }
+		done
+		return 1
+	}
+	# first_acquisition T0 OLD PROBE: acquire PROBE until its lock is taken
+	# on a primary other than port OLD; print the time since T0
+	first_acquisition() {
+		local t0=$1 old=$2 probe=$3 np
+		for _ in $(seq 1 300); do
+			if [ -n "$(q -c "SELECT fenced_acquire('$probe', ttl => '100ms')" 2>/dev/null)" ]; then
+				np=$(topology_cluster_node_of "$(lock_key "$probe")")
+				if [ -n "$np" ] && [ "$np" != "$old" ] &&
+					[ "$(redis-cli -p "$np" EXISTS "$(lock_key "$probe")")" = 1 ]; then
+					echo "$(($(date +%s%3N) - t0))"
+					return 0
+				fi
+			fi
+			sleep 0.02
+		done
+		return 1
+	}
+	replica_of() {
+		redis-cli -p "$1" CLUSTER NODES |
+			awk -v id="$(redis-cli -p "$1" CLUSTER MYID)" '$4 == id { split($2, a, "[:@]"); print a[2]; exit }'
+	}
+
+	check "the history got going" wait_for_rows 40
+	old=$(topology_cluster_node_of "$(lock_key res:1)")
+	probe=$(probe_on "$old")
+	harness_log "CLUSTER FAILOVER of primary $old (serving res:1)"
+	date +%s.%N >"$work/failover"
+	t0=$(date +%s%3N)
+	check "CLUSTER FAILOVER" test "$(redis-cli -p "$(replica_of "$old")" CLUSTER FAILOVER)" = OK
+	ms=$(first_acquisition "$t0" "$old" "$probe")
+	check "acquisitions from the new primary after CLUSTER FAILOVER" test -n "$ms"
+	echo "# CLUSTER FAILOVER: first acquisition from the new primary after ${ms:-?} ms"
+	check "the cluster settled" topology_cluster_settled
+	n=$(log_rows)
+	wait_for_rows $((n + 40)) || true
+
+	old=$(topology_cluster_node_of "$(lock_key res:1)")
+	probe=$(probe_on "$old")
+	harness_log "kill -9 of primary $old (serving res:1)"
+	date +%s.%N >"$work/killed"
+	t0=$(date +%s%3N)
+	check "primary killed" topology_node_kill "$old"
+	ms=$(first_acquisition "$t0" "$old" "$probe")
+	check "acquisitions from the new primary after kill -9" test -n "$ms"
+	echo "# kill -9 of a primary: first acquisition from the new primary after ${ms:-?} ms"
+	check "the killed node restarts" topology_node_restart "$old"
+	wait "$run_pid"
+	check "clients ran to the end" test $? -eq 0
+	sabotage "lose a committed write" "DELETE FROM hist_log WHERE id = (SELECT max(id) FROM hist_log)"
+	check_history "$work/h" --after-file "$work/failover" --after-file "$work/killed"
+	check "history is clean across both failovers (no violation, nothing lost, no token twice)" test $? -eq 0
+	check "writes committed after CLUSTER FAILOVER" \
 		test "$(fig "$work/h/summary.json" "committed_after['failover']")" -gt 0
 	check "writes committed after the kill" \
 		test "$(fig "$work/h/summary.json" "committed_after['killed']")" -gt 0
