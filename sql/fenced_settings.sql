@@ -42,6 +42,8 @@ SET fencing.redis_sentinels = ':26379';
 SET fencing.redis_sentinels = 'a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9,j:10,k:11,l:12,m:13,n:14,o:15,p:16,q:17';
 SET fencing.redis_sentinel_master = 'two words';
 SET fencing.redis_sentinel_password_file = E'/tmp/a\nb';
+SET fencing.redis_cluster_nodes = '127.0.0.1';
+SET fencing.redis_cluster_nodes = '127.0.0.1:70000';
 SET fencing.no_such_setting = 1;
 
 -- sensible values are taken, with units
@@ -56,6 +58,7 @@ SET fencing.redis_command_timeout = '1.5s';
 SHOW fencing.redis_command_timeout;
 SET fencing.redis_sentinels = '10.0.0.1:26379, [::1]:26380,sentinel.example.com:26381';
 SET fencing.redis_sentinel_master = 'mymaster';
+SET fencing.redis_cluster_nodes = '10.0.0.1:6379,10.0.0.2:6379, 10.0.0.3:6379';
 RESET ALL;
 
 -- the password is masked, even for a superuser
@@ -105,6 +108,7 @@ SET fencing.redis_wait_timeout = '1s';
 SET fencing.redis_sentinels = '127.0.0.1:26379';
 SET fencing.redis_sentinel_master = 'mymaster';
 SET fencing.redis_sentinel_password_file = '/tmp/mine';
+SET fencing.redis_cluster_nodes = '127.0.0.1:7000';
 -- it may tune its own timeouts and defaults
 SET fencing.redis_connect_timeout = '100ms';
 SET fencing.redis_command_timeout = '100ms';
@@ -160,6 +164,20 @@ RESET ALL;
 
 -- Sentinel mode needs the master's name; no Sentinel is asked without it
 SET fencing.redis_sentinels = '127.0.0.1:26379';
+SELECT fenced_acquire('order:1');
+-- Sentinel and Cluster together are refused before any server is asked
+SET fencing.redis_cluster_nodes = '127.0.0.1:7000';
+SELECT fenced_acquire('order:1');
+RESET ALL;
+-- in Cluster mode, the keys of a resource must be in one hash slot, and
+-- the database is 0; both are checked before any node is asked
+SET fencing.redis_cluster_nodes = '127.0.0.1:7000';
+SET fencing.redis_lock_key = 'lock:<resource>';
+SET fencing.redis_token_key = 'fence:<resource>';
+SELECT fenced_acquire('order:1');
+RESET fencing.redis_lock_key;
+RESET fencing.redis_token_key;
+SET fencing.redis_database = 1;
 SELECT fenced_acquire('order:1');
 RESET ALL;
 
