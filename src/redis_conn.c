@@ -38,6 +38,13 @@
  * strings are copied before the objects holding them are freed, so that
  * no ereport can leak or dangle hiredis memory.
  *
+ * Which server: fencing.redis_host, or in Sentinel mode the primary that
+ * redis_sentinel.c finds (asked again at every connect, checked with
+ * ROLE, and left as soon as the Sentinels announce a failover), or in
+ * Cluster mode the primary of the command's hash slot, from the map that
+ * redis_cluster.c keeps, with a connection per node used and -MOVED/-ASK
+ * followed once (redis_send).  Callers see none of it.
+ *
  * The password never appears in any message: it is sent only in AUTH, an
  * AUTH refusal is reported with the password blotted out of the server's
  * text, SHOW prints it masked, and a password read from
