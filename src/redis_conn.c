@@ -38,10 +38,10 @@
  * strings are copied before the objects holding them are freed, so that
  * no ereport can leak or dangle hiredis memory.
  *
- * The password never appears in any message: it is sent only in AUTH, an
- * AUTH refusal is reported with the password blotted out of the server's
- * text, SHOW prints it masked, and a password read from
- * fencing.redis_password_file is wiped from memory once sent.
+ * The password never appears in any message: it is sent only in AUTH,
+ * nothing the server answers to AUTH is ever quoted (a refusal is reported
+ * by its error code alone), SHOW prints it masked, and a password read
+ * from fencing.redis_password_file is wiped from memory once sent.
  *
  * IDENTIFICATION
  *	  src/redis_conn.c
@@ -973,22 +973,6 @@ redis_read_password_file(const char *path, char **password, RedisError *err)
 }
 
 /*
- * redis_redact
- *		Blot secret out of a server message, in place.
- */
-static void
-redis_redact(char *text, const char *secret)
-{
-	size_t		n = strlen(secret);
-	char	   *p;
-
-	if (n == 0)
-		return;
-	while ((p = strstr(text, secret)) != NULL)
-		memset(p, '*', n);
-}
-
-/*
  * redis_unexpected_error
  *		Describe a reply of the wrong shape in *err.
  */
@@ -1042,9 +1026,6 @@ redis_authenticate(bool interruptible, RedisError *err)
 	{
 		reply = redis_exchange(argc, argv, fencing_redis_command_timeout,
 							   interruptible, true, err);
-		if (reply != NULL && reply->type == REDIS_VALUE_ERROR &&
-			password != NULL)
-			redis_redact(reply->str, password);
 	}
 	PG_FINALLY();
 	{
@@ -1059,12 +1040,27 @@ redis_authenticate(bool interruptible, RedisError *err)
 
 	if (reply == NULL)
 		return false;
+
+	/*
+	 * An AUTH refusal is reported by its error code alone, and only if it is
+	 * one we know: not a word of the server's text may reach a message or
+	 * the log.  Redis echoes the arguments of a command it does not know (a
+	 * renamed AUTH) cut to 128 bytes, so that blotting the whole password
+	 * out of the text would leave a long password's beginning in it.
+	 */
 	if (reply->type == REDIS_VALUE_ERROR)
-		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
+	{
+		const RedisErrorClass *class = redis_error_class(reply->str);
+
+		return redis_fail(err, class->sqlstate,
 						  psprintf("could not authenticate to Redis server at \"%s\"",
 								   redis_target()),
-						  pstrdup(reply->str),
+						  class->prefix ?
+						  psprintf("Redis answered AUTH with a %s error; its text is not shown, since it may repeat the password.",
+								   class->prefix) :
+						  pstrdup("Redis answered AUTH with an error; its text is not shown, since it may repeat the password."),
 						  pstrdup("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file."));
+	}
 	if (reply->type != REDIS_VALUE_STATUS)
 		return redis_unexpected_error(err, "AUTH", "a status", reply);
 	return true;
