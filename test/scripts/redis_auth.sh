@@ -167,7 +167,8 @@ expect_match "reported by its code alone" "$R" \
 	"could not authenticate to Redis server at \"127.0.0.1:$ECHO_PORT\".*DETAIL: +Redis answered AUTH with an error; its text is not shown"
 expect_no_match "the message holds no part of the password" "$R" "${LONG_SECRET:0:24}"
 expect_no_match "nor the server's echo" "$R" "unknown command"
-expect_no_match "nor does the server log" "$(cat "$PGHOST/server.log")" "${LONG_SECRET:0:24}"
+expect "nor does the server log (lines with part of it)" \
+	"$(grep -c -F "${LONG_SECRET:0:24}" "$PGHOST/server.log")" "0"
 sess_close e
 
 # -------------------------------------------------- the placeholder trap
