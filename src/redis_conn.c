@@ -392,7 +392,11 @@ typedef struct RedisError
 
 static bool redis_connect(bool interruptible, RedisError *err);
 
-/* SQLSTATE and hint for a Redis error reply, by its error code prefix. */
+/*
+ * SQLSTATE and hint for a Redis error reply, by its error code (the first
+ * word), or for a few replies under the generic ERR code, by their whole
+ * text.
+ */
 typedef struct RedisErrorClass
 {
 	const char *prefix;
@@ -413,6 +417,8 @@ static const RedisErrorClass redis_error_classes[] = {
 	{"LOADING", ERRCODE_FENCING_REDIS_BUSY, NULL},
 	{"MASTERDOWN", ERRCODE_FENCING_REDIS_BUSY, NULL},
 	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"ERR max number of clients reached", ERRCODE_FENCING_REDIS_BUSY,
+	"Redis has reached its maxclients limit."},
 	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
 	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
 	{"NOREPLICAS", ERRCODE_FENCING_REDIS_NOT_REPLICATED, NULL},
@@ -1056,7 +1062,7 @@ redis_authenticate(bool interruptible, RedisError *err)
 						  psprintf("could not authenticate to Redis server at \"%s\"",
 								   redis_target()),
 						  class->prefix ?
-						  psprintf("Redis answered AUTH with a %s error; its text is not shown, since it may repeat the password.",
+						  psprintf("Redis answered AUTH with \"%s\"; the rest of its text is not shown, since it may repeat the password.",
 								   class->prefix) :
 						  pstrdup("Redis answered AUTH with an error; its text is not shown, since it may repeat the password."),
 						  pstrdup("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file."));

@@ -76,7 +76,7 @@ sleep 0.2
 sess u "SELECT fenced_acquire('order:3');"
 expect "a wrong password: SQLSTATE TF104" "$S" "TF104"
 expect_match "could not authenticate, naming host and port" "$R" \
-	"could not authenticate to Redis server at \"127.0.0.1:$REDIS_PORT\".*DETAIL: +Redis answered AUTH with a WRONGPASS error; its text is not shown"
+	"could not authenticate to Redis server at \"127.0.0.1:$REDIS_PORT\".*DETAIL: +Redis answered AUTH with \"WRONGPASS\"; the rest of its text is not shown"
 expect_no_match "the message does not contain the configured password" "$R" "$WRONG"
 expect_no_match "nor the server's" "$R" "$SECRET"
 sess u "SHOW ALL;"
