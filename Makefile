@@ -18,6 +18,7 @@ OBJS = \
 	src/fencing.o \
 	src/marks.o \
 	src/redis_conn.o \
+	src/redis_settings.o \
 	src/resource_name.o \
 	src/resource_map.o \
 	src/token_parse.o

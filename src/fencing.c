@@ -16,7 +16,7 @@
 #include "fenced_lock.h"
 #include "fmgr.h"
 #include "marks.h"
-#include "redis_conn.h"
+#include "redis_settings.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -59,7 +59,7 @@ _PG_init(void)
 	RegisterXactCallback(fencing_xact_callback, NULL);
 	marks_init();
 	fence_guard_init();
-	redis_conn_init();
+	redis_settings_init();
 	fenced_lock_init();
 	MarkGUCPrefixReserved("fencing");
 }

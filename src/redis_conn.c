@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * redis_conn.c
- *	  One hiredis connection per backend: settings, connect, commands,
- *	  errors.
+ *	  One hiredis connection per backend: connect, commands, replies,
+ *	  errors.  Its settings are in redis_settings.c.
  *
  * The connection is opened lazily by the first command a backend sends,
  * never in _PG_init (which may run in the postmaster, whose sockets every
@@ -50,12 +50,9 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #ifdef USE_HIREDIS
 #include <hiredis/hiredis.h>
@@ -66,263 +63,12 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "redis_conn.h"
+#include "redis_settings.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-
-/* Bounds of the settings. */
-#define REDIS_DEFAULT_PORT				6379
-#define REDIS_MAX_DATABASE				INT_MAX
-#define REDIS_DEFAULT_CONNECT_TIMEOUT	2000	/* ms */
-#define REDIS_MAX_CONNECT_TIMEOUT		60000	/* ms */
-#define REDIS_DEFAULT_COMMAND_TIMEOUT	1000	/* ms */
-#define REDIS_MAX_COMMAND_TIMEOUT		3600000 /* ms */
-#define REDIS_MAX_HOST_LEN				253
-#define REDIS_MAX_USERNAME_LEN			512
-#define REDIS_MAX_PASSWORD_LEN			(1024 * 1024)
-
-/* Settings. */
-static char *fencing_redis_host = NULL;
-static int	fencing_redis_port = REDIS_DEFAULT_PORT;
-static char *fencing_redis_username = NULL;
-static char *fencing_redis_password = NULL;
-static char *fencing_redis_password_file = NULL;
-static int	fencing_redis_database = 0;
-static int	fencing_redis_connect_timeout = REDIS_DEFAULT_CONNECT_TIMEOUT;
-static int	fencing_redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
-
-/*
- * Bumped whenever a setting that names the server or the credentials
- * changes; a connection made under an older generation is replaced.
- */
-static uint64 settings_generation = 0;
-
-/*
- * redis_settings_changed
- *		Assign hook of the settings that name the server or the
- *		credentials: the next command reconnects.  Only flags, since an
- *		assign hook must not fail (and also runs in the postmaster).
- */
-static void
-redis_settings_changed_str(const char *newval, void *extra)
-{
-	settings_generation++;
-}
-
-static void
-redis_settings_changed_int(int newval, void *extra)
-{
-	settings_generation++;
-}
-
-/*
- * check_redis_host
- *		A host name or IP address, or the absolute path of a Unix socket.
- */
-static bool
-check_redis_host(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL || (*newval)[0] == '\0')
-	{
-		GUC_check_errdetail("A host name, an IP address or the absolute path of a Unix socket is required.");
-		return false;
-	}
-	if ((*newval)[0] == '/')
-	{
-		if (strlen(*newval) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
-		{
-			GUC_check_errdetail("A Unix socket path can be at most %d bytes long.",
-								(int) sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
-			return false;
-		}
-		return true;
-	}
-	if (strlen(*newval) > REDIS_MAX_HOST_LEN)
-	{
-		GUC_check_errdetail("A host name can be at most %d bytes long.",
-							REDIS_MAX_HOST_LEN);
-		return false;
-	}
-	for (p = *newval; *p; p++)
-	{
-		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p) ||
-			*p == '/')
-		{
-			GUC_check_errdetail("A host name cannot contain white space, control characters or \"/\"; a Unix socket path must be absolute.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * check_redis_username
- *		Empty (no ACL user), or a name Redis ACLs can hold.
- */
-static bool
-check_redis_username(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL)
-		return true;
-	if (strlen(*newval) > REDIS_MAX_USERNAME_LEN)
-	{
-		GUC_check_errdetail("A Redis user name can be at most %d bytes long.",
-							REDIS_MAX_USERNAME_LEN);
-		return false;
-	}
-	for (p = *newval; *p; p++)
-	{
-		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p))
-		{
-			GUC_check_errdetail("A Redis user name cannot contain white space or control characters.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * check_redis_password
- *		Any text Redis could take, within a sane length.
- */
-static bool
-check_redis_password(char **newval, void **extra, GucSource source)
-{
-	if (*newval != NULL && strlen(*newval) > REDIS_MAX_PASSWORD_LEN)
-	{
-		GUC_check_errdetail("A Redis password can be at most %d bytes long.",
-							REDIS_MAX_PASSWORD_LEN);
-		return false;
-	}
-	return true;
-}
-
-/*
- * check_redis_password_file
- *		Empty, or a file name without control characters.  The file itself
- *		is read and checked when connecting, so that it can be rotated
- *		without a reload.
- */
-static bool
-check_redis_password_file(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL)
-		return true;
-	for (p = *newval; *p; p++)
-	{
-		if (iscntrl((unsigned char) *p))
-		{
-			GUC_check_errdetail("A file name cannot contain control characters.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * show_redis_password
- *		Never print the password, not even to a superuser: whether one is
- *		set is all SHOW and pg_settings tell.
- */
-static const char *
-show_redis_password(void)
-{
-	if (fencing_redis_password != NULL && fencing_redis_password[0] != '\0')
-		return "********";
-	return "";
-}
-
-/*
- * redis_conn_init
- *		Define the connection settings; called from _PG_init.  They exist
- *		whether or not the module was built with hiredis, so that one
- *		postgresql.conf serves both builds.
- */
-void
-redis_conn_init(void)
-{
-	DefineCustomStringVariable("fencing.redis_host",
-							   "Redis server that fenced_acquire() takes locks and tokens from.",
-							   "A host name or IP address, or the absolute path of a Unix socket.",
-							   &fencing_redis_host,
-							   "127.0.0.1",
-							   PGC_SUSET,
-							   0,
-							   check_redis_host, redis_settings_changed_str, NULL);
-
-	DefineCustomIntVariable("fencing.redis_port",
-							"TCP port of the Redis server.",
-							"Not used when fencing.redis_host is a Unix socket.",
-							&fencing_redis_port,
-							REDIS_DEFAULT_PORT, 1, 65535,
-							PGC_SUSET,
-							0,
-							NULL, redis_settings_changed_int, NULL);
-
-	DefineCustomStringVariable("fencing.redis_username",
-							   "Redis ACL user to authenticate as.",
-							   "Empty means the \"default\" user (AUTH with the password only).",
-							   &fencing_redis_username,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   check_redis_username, redis_settings_changed_str, NULL);
-
-	DefineCustomStringVariable("fencing.redis_password",
-							   "Password to authenticate to Redis with.",
-							   "Empty means none.  Shown only as asterisks, and only to superusers; prefer fencing.redis_password_file.",
-							   &fencing_redis_password,
-							   "",
-							   PGC_SUSET,
-							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   check_redis_password, redis_settings_changed_str,
-							   show_redis_password);
-
-	DefineCustomStringVariable("fencing.redis_password_file",
-							   "File holding the password to authenticate to Redis with.",
-							   "The first line of the file is the password.  It is read at every connect and must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means none.",
-							   &fencing_redis_password_file,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   check_redis_password_file, redis_settings_changed_str, NULL);
-
-	DefineCustomIntVariable("fencing.redis_database",
-							"Redis database number to SELECT after connecting.",
-							"0 means no SELECT; the server's \"databases\" setting bounds the valid numbers.",
-							&fencing_redis_database,
-							0, 0, REDIS_MAX_DATABASE,
-							PGC_SUSET,
-							0,
-							NULL, redis_settings_changed_int, NULL);
-
-	DefineCustomIntVariable("fencing.redis_connect_timeout",
-							"Longest wait for a connection to the Redis server.",
-							"Valid range is 1 ms to 60 s.",
-							&fencing_redis_connect_timeout,
-							REDIS_DEFAULT_CONNECT_TIMEOUT, 1, REDIS_MAX_CONNECT_TIMEOUT,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("fencing.redis_command_timeout",
-							"Longest wait for the Redis server to answer one command.",
-							"Valid range is 1 ms to 1 h.  A command that is not answered in time fails and its connection is dropped.",
-							&fencing_redis_command_timeout,
-							REDIS_DEFAULT_COMMAND_TIMEOUT, 1, REDIS_MAX_COMMAND_TIMEOUT,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-}
 
 #ifdef USE_HIREDIS
 
@@ -472,11 +218,11 @@ redis_value_describe(const RedisValue *v)
 static char *
 redis_target(void)
 {
-	if (fencing_redis_host[0] == '/')
-		return pstrdup(fencing_redis_host);
-	if (strchr(fencing_redis_host, ':') != NULL)
-		return psprintf("[%s]:%d", fencing_redis_host, fencing_redis_port);
-	return psprintf("%s:%d", fencing_redis_host, fencing_redis_port);
+	if (redis_host[0] == '/')
+		return pstrdup(redis_host);
+	if (strchr(redis_host, ':') != NULL)
+		return psprintf("[%s]:%d", redis_host, redis_port);
+	return psprintf("%s:%d", redis_host, redis_port);
 }
 
 /*
@@ -888,7 +634,7 @@ static bool
 redis_ensure_connected(bool interruptible, RedisError *err)
 {
 	if (conn != NULL &&
-		(!conn_ready || conn_generation != settings_generation ||
+		(!conn_ready || conn_generation != redis_settings_generation ||
 		 redis_is_stale()))
 		redis_drop();
 	if (conn == NULL)
@@ -1007,30 +753,30 @@ redis_authenticate(bool interruptible, RedisError *err)
 	int			argc = 0;
 	RedisValue *volatile reply = NULL;
 
-	if (fencing_redis_password[0] != '\0' && fencing_redis_password_file[0] != '\0')
+	if (redis_password[0] != '\0' && redis_password_file[0] != '\0')
 		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
 						  pstrdup("fencing.redis_password and fencing.redis_password_file are both set"),
 						  NULL, pstrdup("Set only one of them."));
-	if (fencing_redis_password_file[0] != '\0')
+	if (redis_password_file[0] != '\0')
 	{
-		if (!redis_read_password_file(fencing_redis_password_file, &password,
+		if (!redis_read_password_file(redis_password_file, &password,
 									  err))
 			return false;
 	}
-	else if (fencing_redis_password[0] != '\0')
-		password = pstrdup(fencing_redis_password);
+	else if (redis_password[0] != '\0')
+		password = pstrdup(redis_password);
 
-	if (password == NULL && fencing_redis_username[0] == '\0')
+	if (password == NULL && redis_username[0] == '\0')
 		return true;
 
 	argv[argc++] = "AUTH";
-	if (fencing_redis_username[0] != '\0')
-		argv[argc++] = fencing_redis_username;
+	if (redis_username[0] != '\0')
+		argv[argc++] = redis_username;
 	argv[argc++] = password ? password : "";
 
 	PG_TRY();
 	{
-		reply = redis_exchange(argc, argv, fencing_redis_command_timeout,
+		reply = redis_exchange(argc, argv, redis_command_timeout,
 							   interruptible, true, err);
 	}
 	PG_FINALLY();
@@ -1084,19 +830,19 @@ redis_select(bool interruptible, RedisError *err)
 	const char *argv[2];
 	RedisValue *reply;
 
-	if (fencing_redis_database == 0)
+	if (redis_database == 0)
 		return true;
-	snprintf(db, sizeof(db), "%d", fencing_redis_database);
+	snprintf(db, sizeof(db), "%d", redis_database);
 	argv[0] = "SELECT";
 	argv[1] = db;
-	reply = redis_exchange(2, argv, fencing_redis_command_timeout,
+	reply = redis_exchange(2, argv, redis_command_timeout,
 						   interruptible, false, err);
 	if (reply == NULL)
 		return false;
 	if (reply->type == REDIS_VALUE_ERROR)
 		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
 						  psprintf("could not select database %d on Redis server at \"%s\"",
-								   fencing_redis_database, redis_target()),
+								   redis_database, redis_target()),
 						  pstrdup(reply->str), NULL);
 	if (reply->type != REDIS_VALUE_STATUS)
 		return redis_unexpected_error(err, "SELECT", "a status", reply);
@@ -1141,11 +887,11 @@ redis_connect(bool interruptible, RedisError *err)
 	conn_fd_reserved = true;
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   fencing_redis_connect_timeout);
-	if (fencing_redis_host[0] == '/')
-		c = redisConnectUnixNonBlock(fencing_redis_host);
+										   redis_connect_timeout);
+	if (redis_host[0] == '/')
+		c = redisConnectUnixNonBlock(redis_host);
 	else
-		c = redisConnectNonBlock(fencing_redis_host, fencing_redis_port);
+		c = redisConnectNonBlock(redis_host, redis_port);
 	if (c == NULL)
 		return redis_fail(err, ERRCODE_OUT_OF_MEMORY, pstrdup("out of memory"),
 						  pstrdup("Could not allocate a Redis connection."),
@@ -1177,7 +923,7 @@ redis_connect(bool interruptible, RedisError *err)
 						  psprintf("timed out connecting to Redis server at \"%s\"",
 								   target),
 						  psprintf("No connection within %d ms.",
-								   fencing_redis_connect_timeout),
+								   redis_connect_timeout),
 						  pstrdup("The limit is fencing.redis_connect_timeout."));
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &so_error_len) != 0)
 		so_error = errno;
@@ -1191,7 +937,7 @@ redis_connect(bool interruptible, RedisError *err)
 		!redis_select(interruptible, err))
 		return false;
 
-	conn_generation = settings_generation;
+	conn_generation = redis_settings_generation;
 	conn_ready = true;
 	return true;
 }
@@ -1215,7 +961,7 @@ redis_command(int argc, const char **argv, int extra_timeout_ms)
 	{
 		if (redis_ensure_connected(true, &err))
 			result = redis_exchange(argc, argv,
-									(long) fencing_redis_command_timeout + extra_timeout_ms,
+									(long) redis_command_timeout + extra_timeout_ms,
 									true, false, &err);
 	}
 	PG_CATCH();
@@ -1245,7 +991,7 @@ redis_command_if_connected(int argc, const char **argv)
 		return NULL;
 	PG_TRY();
 	{
-		result = redis_exchange(argc, argv, fencing_redis_command_timeout,
+		result = redis_exchange(argc, argv, redis_command_timeout,
 								true, false, &err);
 	}
 	PG_CATCH();
@@ -1280,7 +1026,7 @@ redis_command_noerror(int argc, const char **argv, RedisValue **reply,
 
 	HOLD_INTERRUPTS();
 	if (redis_ensure_connected(false, &err))
-		result = redis_exchange(argc, argv, fencing_redis_command_timeout,
+		result = redis_exchange(argc, argv, redis_command_timeout,
 								false, false, &err);
 	RESUME_INTERRUPTS();
 	if (result == NULL)
