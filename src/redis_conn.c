@@ -412,7 +412,7 @@ redis_reader_line_too_long(const redisReader *r)
  *		Describe a reply that went over a cap in *err.
  */
 static bool
-redis_too_large(RedisError *err, const char *target)
+redis_too_large(RedisError *err)
 {
 	char	   *detail;
 
@@ -434,7 +434,7 @@ redis_too_large(RedisError *err, const char *target)
 	}
 	return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
 					  psprintf("reply from Redis server at \"%s\" is too large",
-							   target),
+							   redis_target()),
 					  detail, NULL);
 }
 
@@ -484,10 +484,12 @@ redis_value_copy(const redisReply *r)
  *		Describe a failed hiredis read or write on the connection.
  */
 static bool
-redis_io_failed(RedisError *err, const char *target, bool secret)
+redis_io_failed(RedisError *err, bool secret)
 {
+	char	   *target = redis_target();
+
 	if (reply_limit != REDIS_LIMIT_NONE)
-		return redis_too_large(err, target);
+		return redis_too_large(err);
 	if (conn->err == REDIS_ERR_OOM)
 		return redis_fail(err, ERRCODE_OUT_OF_MEMORY,
 						  pstrdup("out of memory"),
@@ -524,7 +526,6 @@ static RedisValue *
 redis_exchange(int argc, const char **argv, long timeout_ms,
 			   bool interruptible, bool secret, RedisError *err)
 {
-	char	   *target = redis_target();
 	size_t	   *argvlen = palloc(sizeof(size_t) * argc);
 	TimestampTz deadline;
 	void	   *reply = NULL;
@@ -552,7 +553,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 		{
 			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
 					   psprintf("timed out sending a command to Redis server at \"%s\"",
-								target),
+								redis_target()),
 					   psprintf("The server did not read the command within %ld ms.",
 								timeout_ms),
 					   pstrdup("The limit is fencing.redis_command_timeout."));
@@ -574,7 +575,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 		{
 			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
 					   psprintf("timed out waiting for a reply from Redis server at \"%s\"",
-								target),
+								redis_target()),
 					   psprintf("No reply arrived within %ld ms.", timeout_ms),
 					   pstrdup("The limit is fencing.redis_command_timeout."));
 			return NULL;
@@ -589,7 +590,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 			reply_limit = REDIS_LIMIT_LINE;
 		if (reply_limit != REDIS_LIMIT_NONE)
 		{
-			redis_too_large(err, target);
+			redis_too_large(err);
 			return NULL;
 		}
 	}
@@ -601,7 +602,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 	return value;
 
 io_failed:
-	redis_io_failed(err, target, secret);
+	redis_io_failed(err, secret);
 	return NULL;
 }
 
