@@ -19,3 +19,86 @@ ALTER TABLE @extschema@.fence_high_water SET ACCESS METHOD heap;
 -- without a superuser.  Everyone can read the marks through fence_marks
 -- anyway; writing the table stays its owner's alone.
 GRANT SELECT ON @extschema@.fence_high_water TO pg_database_owner;
+
+-- what is fenced
+
+-- One row per fence_guard() trigger: the table, how the trigger fences it,
+-- whether TRUNCATE is refused too, and whether the partitions and
+-- inheritance children below the table are fenced the same way (a row
+-- trigger is cloned to partitions, but not to inheritance children, and a
+-- TRUNCATE trigger to neither).  Reads only the catalogs, which everyone
+-- may read.  The trigger arguments are split at their NUL terminators
+-- byte by byte, so that any argument text comes back unchanged.
+CREATE VIEW @extschema@.fence_guarded_tables AS
+WITH RECURSIVE guard AS (
+	SELECT t.tgrelid, t.tgname, t.tgtype, t.tgenabled, t.tgparentid, t.tgargs, a.args
+	FROM pg_catalog.pg_trigger t,
+		LATERAL (
+			SELECT pg_catalog.array_agg(pg_catalog.convert_from(
+					pg_catalog.substring(t.tgargs, n.pos OPERATOR(pg_catalog.+) 1,
+						n.next OPERATOR(pg_catalog.-) n.pos OPERATOR(pg_catalog.-) 1),
+					pg_catalog.getdatabaseencoding()) ORDER BY n.pos) AS args
+			FROM (SELECT z.pos, pg_catalog.lead(z.pos) OVER (ORDER BY z.pos) AS next
+				  FROM (SELECT 0 AS pos
+						UNION ALL
+						SELECT i FROM pg_catalog.generate_series(1, pg_catalog.length(t.tgargs)) AS i
+						WHERE pg_catalog.get_byte(t.tgargs, i OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.=) 0
+						) AS z) AS n
+			WHERE n.next IS NOT NULL) AS a
+	WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.fence_guard()'::pg_catalog.regprocedure
+),
+truncate_guarded AS (
+	SELECT DISTINCT t.tgrelid
+	FROM pg_catalog.pg_trigger t
+	WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.fence_truncate_guard()'::pg_catalog.regprocedure
+		AND (t.tgtype OPERATOR(pg_catalog.&) 32::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2
+		AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'::pg_catalog."char"
+),
+descendant AS (
+	SELECT i.inhparent AS ancestor, i.inhrelid AS relid
+	FROM pg_catalog.pg_inherits i
+	UNION
+	SELECT d.ancestor, i.inhrelid
+	FROM descendant d JOIN pg_catalog.pg_inherits i ON i.inhparent OPERATOR(pg_catalog.=) d.relid
+)
+SELECT g.tgrelid::pg_catalog.regclass AS table_name,
+	g.tgname AS trigger_name,
+	CASE g.tgenabled
+		WHEN 'O' THEN 'origin' WHEN 'R' THEN 'replica'
+		WHEN 'A' THEN 'always' WHEN 'D' THEN 'disabled'
+	END AS enabled,
+	(g.tgtype OPERATOR(pg_catalog.&) 67::pg_catalog.int2) OPERATOR(pg_catalog.=) 3::pg_catalog.int2 AS before_row,
+	pg_catalog.array_remove(ARRAY[
+		CASE WHEN (g.tgtype OPERATOR(pg_catalog.&) 4::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2 THEN 'INSERT' END,
+		CASE WHEN (g.tgtype OPERATOR(pg_catalog.&) 16::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2 THEN 'UPDATE' END,
+		CASE WHEN (g.tgtype OPERATOR(pg_catalog.&) 8::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2 THEN 'DELETE' END
+	], NULL) AS events,
+	g.args[1] AS token_column,
+	CASE WHEN COALESCE(g.args[2], '') OPERATOR(pg_catalog.=) '' THEN 'row' ELSE 'resource' END AS scope,
+	NULLIF(g.args[2], '') AS resource_template,
+	COALESCE(g.args[3:], '{}') AS options,
+	EXISTS (SELECT FROM truncate_guarded tg WHERE tg.tgrelid OPERATOR(pg_catalog.=) g.tgrelid) AS truncate_guard,
+	g.tgparentid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AS inherited,
+	CASE WHEN u.children OPERATOR(pg_catalog.>) 0 THEN u.uncovered IS NULL END AS children_covered,
+	u.uncovered AS uncovered_children
+FROM guard g,
+	LATERAL (
+		SELECT pg_catalog.count(*) AS children,
+			pg_catalog.array_agg(d.relid::pg_catalog.regclass ORDER BY d.relid::pg_catalog.regclass::pg_catalog.text)
+				FILTER (WHERE NOT d.covered) AS uncovered
+		FROM (
+			SELECT d.relid,
+				EXISTS (SELECT FROM guard c
+						WHERE c.tgrelid OPERATOR(pg_catalog.=) d.relid
+							AND c.tgargs OPERATOR(pg_catalog.=) g.tgargs
+							AND c.tgtype OPERATOR(pg_catalog.=) g.tgtype
+							AND c.tgenabled OPERATOR(pg_catalog.<>) 'D'::pg_catalog."char")
+				AND (NOT EXISTS (SELECT FROM truncate_guarded tg WHERE tg.tgrelid OPERATOR(pg_catalog.=) g.tgrelid)
+					 OR EXISTS (SELECT FROM truncate_guarded tg WHERE tg.tgrelid OPERATOR(pg_catalog.=) d.relid)) AS covered
+			FROM descendant d
+			WHERE d.ancestor OPERATOR(pg_catalog.=) g.tgrelid
+		) AS d
+	) AS u;
+GRANT SELECT ON @extschema@.fence_guarded_tables TO PUBLIC;
+
+COMMENT ON VIEW @extschema@.fence_guarded_tables IS 'every fence_guard() trigger: its table, token column, template, options, TRUNCATE guard, and whether the children below are fenced the same way';
