@@ -102,3 +102,52 @@ FROM guard g,
 GRANT SELECT ON @extschema@.fence_guarded_tables TO PUBLIC;
 
 COMMENT ON VIEW @extschema@.fence_guarded_tables IS 'every fence_guard() trigger: its table, token column, template, options, TRUNCATE guard, and whether the children below are fenced the same way';
+
+-- retention
+
+-- Forget, in one call, the marks that have not moved for longer than a
+-- grace period, optionally only those whose resource matches a LIKE
+-- pattern.  A mark another running transaction holds (one that raised it,
+-- or checked a write against it and keeps it locked) is skipped, not
+-- waited for: SKIP LOCKED takes each mark's row lock or passes it by, and
+-- a mark raised meanwhile by a transaction that has committed is no longer
+-- idle when its newest version is rechecked.  Each mark is then deleted
+-- through fence_forget(), which also clears this transaction's cache of
+-- checked marks.  It runs as the extension's owner, who may write the
+-- marks table; EXECUTE is revoked from PUBLIC.
+CREATE FUNCTION @extschema@.fence_forget_idle(older_than interval, pattern text DEFAULT NULL)
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	forgotten bigint := 0;
+	idle record;
+BEGIN
+	IF older_than IS NULL THEN
+		RAISE EXCEPTION 'grace period must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF older_than <= interval '0' THEN
+		RAISE EXCEPTION 'grace period must be positive'
+			USING ERRCODE = 'invalid_parameter_value',
+				DETAIL = format('The grace period given was %s.', older_than),
+				HINT = 'Give a period longer than any lock holder may stay paused, such as ''7 days''.';
+	END IF;
+	FOR idle IN
+		SELECT m.resource
+		FROM @extschema@.fence_high_water m
+		WHERE m.moved_at < now() - older_than
+			AND (pattern IS NULL OR m.resource LIKE pattern)
+		FOR UPDATE SKIP LOCKED
+	LOOP
+		IF @extschema@.fence_forget(idle.resource) THEN
+			forgotten := forgotten + 1;
+		END IF;
+	END LOOP;
+	RETURN forgotten;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.fence_forget_idle(interval, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_forget_idle(interval, text) IS 'delete the marks that have not moved for longer than a grace period (optionally only resources LIKE a pattern), skipping any a running transaction holds; returns how many';
