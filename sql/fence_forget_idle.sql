@@ -48,18 +48,49 @@ SELECT fence_forget_idle('1 day', 'job:%');
 INSERT INTO forget_items VALUES (2, 1);
 SELECT fence_mark('job:2');
 
--- in the caller's own transaction, a mark it checked earlier is not
--- protected from it (run it in a transaction of its own), and its cache of
--- checked marks does not outlive the forget: writing again makes a new mark
+-- a write at the mark's own token refreshes moved_at once it is more than
+-- a minute old: a resource in use does not look idle
+UPDATE fence_high_water SET moved_at = now() - interval '2 days' WHERE resource = 'job:2';
+INSERT INTO forget_items VALUES (2, 1);
+SELECT token, moved_at > now() - interval '1 minute' AS refreshed
+FROM fence_marks WHERE resource = 'job:2';
+SELECT fence_forget_idle('1 day', 'job:%');
+-- within a minute of its last move it is only locked, not rewritten
+UPDATE fence_high_water SET moved_at = now() - interval '50 seconds' WHERE resource = 'job:2';
+INSERT INTO forget_items VALUES (2, 1);
+SELECT token, moved_at < now() - interval '40 seconds' AS untouched
+FROM fence_marks WHERE resource = 'job:2';
+
+-- a refresh is no raise: to a strict trigger, a mark this transaction only
+-- refreshed is still another's, and an equal token is rejected; one it
+-- raised is its own
+CREATE TABLE forget_strict (id int, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON forget_strict
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'job:{id}', 'strict');
 UPDATE fence_high_water SET moved_at = now() - interval '2 days' WHERE resource = 'job:2';
 BEGIN;
 INSERT INTO forget_items VALUES (2, 1);
-SELECT fence_forget_idle('1 day');
+INSERT INTO forget_strict VALUES (2, 1);
+ROLLBACK;
+BEGIN;
+INSERT INTO forget_items VALUES (2, 3);
+INSERT INTO forget_strict VALUES (2, 3);
+COMMIT;
 SELECT fence_mark('job:2');
-INSERT INTO forget_items VALUES (2, 1);
+
+-- in the caller's own transaction, a mark it holds is not protected from
+-- it (call it in a transaction of its own), and its cache of checked marks
+-- does not outlive the forget: writing again makes a new mark
+UPDATE fence_high_water SET moved_at = now() - interval '50 seconds' WHERE resource = 'job:2';
+BEGIN;
+INSERT INTO forget_items VALUES (2, 3);
+SELECT fence_forget_idle('30 seconds', 'job:%');
+SELECT fence_mark('job:2');
+INSERT INTO forget_items VALUES (2, 3);
 SELECT fence_mark('job:2');
 COMMIT;
 
+DROP TABLE forget_strict;
 DROP TABLE forget_items;
 DELETE FROM fence_high_water;
 DROP OWNED BY regress_fence_janitor;

@@ -151,3 +151,5 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@.fence_forget_idle(interval, text) FROM PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.fence_forget_idle(interval, text) IS 'delete the marks that have not moved for longer than a grace period (optionally only resources LIKE a pattern), skipping any a running transaction holds; returns how many';
+
+COMMENT ON VIEW @extschema@.fence_marks IS 'high-water mark of every resource, and when it was last raised or (to within a minute) written at its token';

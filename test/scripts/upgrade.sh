@@ -3,10 +3,12 @@
 # UPDATE equals a fresh install of the default version, and keeps fencing.
 #
 # For every version the server offers other than the default (1.0 today),
-# database "from_<version>" installs that version from its own script (its
-# marks table created under a table access method other than heap, as a
-# 1.0 install could have been), gets the same fenced tables and marks as a
-# fresh database "fresh", and is updated.  Then the extensions of the two
+# database "from_<version>" installs that version from its own script,
+# gets the same fenced tables and marks as a fresh database "fresh"
+# (written at the old version, with the new library), and is updated;
+# "from_<version>_other_am" does the same with its marks table created
+# under a table access method other than heap, as a 1.0 install could
+# have been.  Then the extensions of the two
 # databases are compared, as text and shown as a diff when they differ:
 #
 #  - the catalogs: members (pg_depend deptype 'e', pg_identify_object),
@@ -250,17 +252,32 @@ fill fresh
 catalog_of fresh >"$workdir/fresh.catalog"
 dump_of fresh >"$workdir/fresh.dump"
 
+# Update database $1 to the default version.
+update_db() {
+	local db=$1
+	sql "$db" -c 'ALTER EXTENSION fencing UPDATE'
+	expect_eq "$db: ALTER EXTENSION fencing UPDATE reaches $default_version" "$default_version" \
+		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")"
+}
+
+# Compare the extension of database $1 with the fresh install's.
+compare_db() {
+	local db=$1
+	catalog_of "$db" >"$workdir/$db.catalog"
+	expect_same_file "$db: the catalogs describe the extension as a fresh install does" \
+		"$workdir/fresh.catalog" "$workdir/$db.catalog"
+	dump_of "$db" >"$workdir/$db.dump"
+	expect_same_file "$db: pg_dump --binary-upgrade --schema-only equals a fresh install's" \
+		"$workdir/fresh.dump" "$workdir/$db.dump"
+}
+
 for v in $old_versions; do
+	# An install of version $v, fenced tables and marks written at $v with
+	# the new library, then the update.
 	db=from_${v//./_}
 	harness_log "install $v, fill, update to $default_version"
 	new_db "$db"
-	# The marks table of an old install may have been created under any
-	# default_table_access_method: here under a copy of heap's handler.
-	sql "$db" >/dev/null <<EOF
-SET default_table_access_method = heap_copy;
-CREATE EXTENSION fencing VERSION '$v';
-RESET default_table_access_method;
-EOF
+	sql "$db" -c "CREATE EXTENSION fencing VERSION '$v'"
 	expect_eq "$db: version $v installed" "$v" \
 		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")"
 	if fill "$db" 2>"$workdir/fill.log"; then
@@ -270,17 +287,8 @@ EOF
 		sed 's/^/#   /' "$workdir/fill.log"
 	fi
 	marks_before=$(sql "$db" -c 'SELECT resource, token, moved_at FROM fence_marks ORDER BY 1')
-
-	sql "$db" -c 'ALTER EXTENSION fencing UPDATE'
-	expect_eq "$db: ALTER EXTENSION fencing UPDATE reaches $default_version" "$default_version" \
-		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")"
-
-	catalog_of "$db" >"$workdir/$db.catalog"
-	expect_same_file "$db: the catalogs describe the extension as a fresh install does" \
-		"$workdir/fresh.catalog" "$workdir/$db.catalog"
-	dump_of "$db" >"$workdir/$db.dump"
-	expect_same_file "$db: pg_dump --binary-upgrade --schema-only equals a fresh install's" \
-		"$workdir/fresh.dump" "$workdir/$db.dump"
+	update_db "$db"
+	compare_db "$db"
 
 	harness_log "$db: fencing after the update"
 	expect_eq "$db: the marks are those written before the update" "$marks_before" \
@@ -303,6 +311,26 @@ EOF
 		"$(sql "$db" -c "SELECT fence_mark('order:1')")"
 	expect_eq "$db: the rows after the writes" $'1|paid|6\n2|new|12' \
 		"$(sql "$db" -c 'SELECT id, status, tok FROM orders ORDER BY id')"
+
+	# An install of version $v whose marks table was created under another
+	# default_table_access_method (here heap_copy, heap's handler under
+	# another name): the library refuses to fence with it until the update
+	# makes it a heap.
+	db=from_${v//./_}_other_am
+	harness_log "install $v with its marks table under another access method, update"
+	new_db "$db"
+	sql "$db" >/dev/null <<EOF
+SET default_table_access_method = heap_copy;
+CREATE EXTENSION fencing VERSION '$v';
+RESET default_table_access_method;
+EOF
+	expect_eq "$db: at $v, a fenced write is refused while the marks table is no heap (TF003)" "TF003" \
+		"$(sqlstate_of "$db" "SELECT fence_advance('order:9', 1)")"
+	update_db "$db"
+	fill "$db"
+	compare_db "$db"
+	expect_eq "$db: after the update, a stale write is rejected (TF001)" "TF001" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")"
 done
 
 if [ "$failed" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
