@@ -44,6 +44,7 @@
 #include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "marks.h"
+#include "pg_compat.h"
 #include "resource_name.h"
 #include "nodes/bitmapset.h"
 #include "storage/proc.h"
@@ -292,7 +293,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
 		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
-		if (moving_row.valid && moving_row.lxid == MyProc->lxid &&
+		if (moving_row.valid && moving_row.lxid == FencingLocalTransactionId() &&
 			moving_row.relid == RelationGetRelid(rel) &&
 			ItemPointerEquals(&moving_row.tid, &oldtuple->t_self))
 			old_token = moving_row.token;
@@ -348,7 +349,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	if (TRIGGER_FIRED_BY_UPDATE(event))
 	{
 		moving_row.valid = true;
-		moving_row.lxid = MyProc->lxid;
+		moving_row.lxid = FencingLocalTransactionId();
 		moving_row.relid = RelationGetRelid(rel);
 		moving_row.tid = oldtuple->t_self;
 		moving_row.token = old_resource && strcmp(old_resource, new_resource) != 0 ?
