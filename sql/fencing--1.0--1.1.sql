@@ -9,3 +9,26 @@
 -- the table must be a heap whatever default_table_access_method said when
 -- 1.0 was installed.
 ALTER TABLE @extschema@.fence_high_water SET ACCESS METHOD heap;
+
+-- DDL that would unfence a table
+--
+-- One event trigger, a member of the extension: new inheritance children
+-- and partitions get the guards of their fenced ancestors, a detached
+-- partition keeps the guards it had, a renamed enum value that a resource
+-- template names is refused, and so is DROP EXTENSION fencing CASCADE
+-- while tables use the extension (see src/ddl_guard.c).  ENABLE ALWAYS,
+-- so that session_replication_role = replica does not switch it off.
+
+CREATE FUNCTION @extschema@.fence_ddl_guard() RETURNS event_trigger
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+REVOKE ALL ON FUNCTION @extschema@.fence_ddl_guard() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.fence_ddl_guard() IS 'event trigger fencing new children and detached partitions of fenced tables, refusing DDL that would unfence them';
+
+CREATE EVENT TRIGGER fence_ddl_guard ON ddl_command_end
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'ALTER TYPE')
+	EXECUTE FUNCTION @extschema@.fence_ddl_guard();
+ALTER EVENT TRIGGER fence_ddl_guard ENABLE ALWAYS;
+CREATE EVENT TRIGGER fence_drop_guard ON ddl_command_start
+	WHEN TAG IN ('DROP EXTENSION')
+	EXECUTE FUNCTION @extschema@.fence_ddl_guard();
+ALTER EVENT TRIGGER fence_drop_guard ENABLE ALWAYS;
