@@ -11,6 +11,7 @@ MODULE_big = fencing
 PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
+	src/attach.o \
 	src/ddl_guard.o \
 	src/declared.o \
 	src/fence_guard.o \

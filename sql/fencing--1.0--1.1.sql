@@ -32,3 +32,21 @@ CREATE EVENT TRIGGER fence_drop_guard ON ddl_command_start
 	WHEN TAG IN ('DROP EXTENSION')
 	EXECUTE FUNCTION @extschema@.fence_ddl_guard();
 ALTER EVENT TRIGGER fence_drop_guard ENABLE ALWAYS;
+
+-- adopting an existing table
+--
+-- fence_attach creates the guard and the TRUNCATE guard on a table and its
+-- children and seeds the marks from the rows present; fence_detach drops
+-- them (the marks stay).  Both run as the caller, who must own the tables
+-- and, to create the guard, hold EXECUTE on fence_guard().
+
+CREATE FUNCTION @extschema@.fence_attach(tbl regclass, token_column name,
+		template text DEFAULT NULL, VARIADIC options text[] DEFAULT '{}')
+	RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION @extschema@.fence_detach(tbl regclass)
+	RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.fence_attach(regclass, name, text, text[]) IS 'guard a table and its children, seeding the marks from the rows present; returns the number of resources seeded';
+COMMENT ON FUNCTION @extschema@.fence_detach(regclass) IS 'drop the guards of a table and its children; the marks stay';
