@@ -20,6 +20,7 @@ OBJS = \
 	src/fencing.o \
 	src/marks.o \
 	src/redis_conn.o \
+	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \
 	src/token_parse.o

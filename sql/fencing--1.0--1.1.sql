@@ -50,3 +50,20 @@ CREATE FUNCTION @extschema@.fence_detach(tbl regclass)
 
 COMMENT ON FUNCTION @extschema@.fence_attach(regclass, name, text, text[]) IS 'guard a table and its children, seeding the marks from the rows present; returns the number of resources seeded';
 COMMENT ON FUNCTION @extschema@.fence_detach(regclass) IS 'drop the guards of a table and its children; the marks stay';
+
+-- logical replication
+--
+-- The marks on a subscriber belong to the subscriber.  A FOR ALL TABLES
+-- publication publishes this table too: on the subscriber, a replicated
+-- mark only raises the subscriber's own (never lowers it, never collides
+-- with it, and a mark forgotten on the publisher stays), see src/replica.c.
+-- ENABLE ALWAYS, so that it fires in the apply worker.
+
+CREATE FUNCTION @extschema@.fence_marks_replicated() RETURNS trigger
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+REVOKE ALL ON FUNCTION @extschema@.fence_marks_replicated() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.fence_marks_replicated() IS 'trigger on the marks table: a mark replicated from a publisher only raises the subscriber''s own';
+CREATE TRIGGER fence_marks_replicated BEFORE INSERT OR UPDATE OR DELETE
+	ON @extschema@.fence_high_water
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.fence_marks_replicated();
+ALTER TABLE @extschema@.fence_high_water ENABLE ALWAYS TRIGGER fence_marks_replicated;

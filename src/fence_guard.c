@@ -46,6 +46,7 @@
 #include "lib/stringinfo.h"
 #include "marks.h"
 #include "nodes/bitmapset.h"
+#include "replica.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -768,6 +769,36 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 }
 
 /*
+ * A write replicated from a publisher, which fenced it: accept it, and
+ * raise this subscriber's marks to the token it carries (replica.c).
+ */
+static HeapTuple
+guard_replicated(TriggerData *trigdata, GuardConfig *config)
+{
+	TupleDesc	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	HeapTuple	newtuple;
+	bool		isnull;
+	Datum		token;
+
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		return trigdata->tg_trigtuple;
+	newtuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	token = heap_getattr(newtuple, config->token_attnum, tupdesc, &isnull);
+	if (config->nparts == 0 || isnull)
+		return newtuple;
+	replica_raise(config->extnsp,
+				  guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc),
+				  DatumGetFenceToken(token));
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		replica_raise(config->extnsp,
+					  guard_resource(config, trigdata->tg_trigger,
+									 trigdata->tg_trigtuple, tupdesc),
+					  DatumGetFenceToken(token));
+	return newtuple;
+}
+
+/*
  * fence_guard
  *		BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW trigger that rejects
  *		writes whose token is below the resource's high-water mark.
@@ -806,6 +837,8 @@ fence_guard(PG_FUNCTION_ARGS)
 
 	config = guard_config(fcinfo, trigger, trigdata->tg_relation);
 
+	if (replica_applying())
+		return PointerGetDatum(guard_replicated(trigdata, config));
 	if (config->nparts == 0)
 		return PointerGetDatum(guard_row_scope(trigdata, config));
 	return PointerGetDatum(guard_resource_scope(trigdata, config));
