@@ -18,6 +18,7 @@ OBJS = \
 	src/fence_token.o \
 	src/fenced_lock.o \
 	src/fencing.o \
+	src/guard_config.o \
 	src/marks.o \
 	src/redis_conn.o \
 	src/replica.o \
