@@ -309,6 +309,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	TriggerEvent event = trigdata->tg_event;
 	HeapTuple	oldtuple = trigdata->tg_trigtuple;
 	HeapTuple	newtuple = NULL;
+	HeapTuple	stmt_tuple;
 	const char *old_resource = NULL;
 	const char *new_resource = NULL;
 	FenceToken	old_token = 0;
@@ -347,6 +348,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 
 	new_token = guard_token(new_resource, statement_sets, newtuple, trigger,
 							rel, attnum, &stamp);
+	stmt_tuple = newtuple;		/* the statement's token, for the old resource */
 	if (stamp)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
@@ -359,7 +361,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		 * allowed on both.  Lock the marks in a fixed order, so that two
 		 * rows moving opposite ways cannot deadlock on them.
 		 */
-		old_token = guard_token(old_resource, statement_sets, newtuple,
+		old_token = guard_token(old_resource, statement_sets, stmt_tuple,
 								trigger, rel, attnum, &stamp);
 		if (strcmp(old_resource, new_resource) < 0)
 		{
