@@ -33,6 +33,7 @@
 
 #include "redis_cluster.h"
 #include "redis_conn.h"
+#include "redis_settings.h"
 #include "utils/guc.h"
 
 /* The most primaries the map can hold; a larger cluster is refused. */
@@ -69,7 +70,7 @@ check_redis_cluster_nodes(char **newval, void **extra, GucSource source)
 static void
 cluster_settings_changed(const char *newval, void *extra)
 {
-	redis_conn_settings_changed();
+	redis_settings_generation++;
 #ifdef USE_HIREDIS
 	redis_cluster_forget_map(false);
 #endif
@@ -77,7 +78,7 @@ cluster_settings_changed(const char *newval, void *extra)
 
 /*
  * redis_cluster_init
- *		Define the Cluster setting; called from redis_conn_init.
+ *		Define the Cluster setting; called from redis_settings_init.
  */
 void
 redis_cluster_init(void)

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * redis_conn.c
- *	  One hiredis connection per backend: settings, connect, commands,
- *	  errors.
+ *	  One hiredis connection per backend: connect, commands, replies,
+ *	  errors.  Its settings are in redis_settings.c.
  *
  * The connection is opened lazily by the first command a backend sends,
  * never in _PG_init (which may run in the postmaster, whose sockets every
@@ -45,10 +45,10 @@
  * redis_cluster.c keeps, with a connection per node used and -MOVED/-ASK
  * followed once (redis_send).  Callers see none of it.
  *
- * The password never appears in any message: it is sent only in AUTH, an
- * AUTH refusal is reported with the password blotted out of the server's
- * text, SHOW prints it masked, and a password read from
- * fencing.redis_password_file is wiped from memory once sent.
+ * The password never appears in any message: it is sent only in AUTH,
+ * nothing the server answers to AUTH is ever quoted (a refusal is reported
+ * by its error code alone), SHOW prints it masked, and a password read
+ * from fencing.redis_password_file is wiped from memory once sent.
  *
  * IDENTIFICATION
  *	  src/redis_conn.c
@@ -57,12 +57,9 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #ifdef USE_HIREDIS
 #include <hiredis/hiredis.h>
@@ -75,279 +72,12 @@
 #include "redis_cluster.h"
 #include "redis_conn.h"
 #include "redis_sentinel.h"
+#include "redis_settings.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-
-/* Bounds of the settings. */
-#define REDIS_DEFAULT_PORT				6379
-#define REDIS_MAX_DATABASE				INT_MAX
-#define REDIS_DEFAULT_CONNECT_TIMEOUT	2000	/* ms */
-#define REDIS_MAX_CONNECT_TIMEOUT		60000	/* ms */
-#define REDIS_DEFAULT_COMMAND_TIMEOUT	1000	/* ms */
-#define REDIS_MAX_COMMAND_TIMEOUT		3600000 /* ms */
-#define REDIS_MAX_HOST_LEN				253
-#define REDIS_MAX_USERNAME_LEN			512
-#define REDIS_MAX_PASSWORD_LEN			(1024 * 1024)
-#define REDIS_SENTINEL_RETRY_PAUSE		100 /* ms between discoveries */
-#define REDIS_CLUSTER_RETRY_PAUSE		100 /* ms between map reloads */
-#define REDIS_CLUSTER_MAX_LINKS			16	/* open connections to nodes */
-
-/* Settings. */
-static char *fencing_redis_host = NULL;
-static int	fencing_redis_port = REDIS_DEFAULT_PORT;
-static char *fencing_redis_username = NULL;
-static char *fencing_redis_password = NULL;
-static char *fencing_redis_password_file = NULL;
-static int	fencing_redis_database = 0;
-static int	fencing_redis_connect_timeout = REDIS_DEFAULT_CONNECT_TIMEOUT;
-static int	fencing_redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
-
-/*
- * Bumped whenever a setting that names the server or the credentials
- * changes; a connection made under an older generation is replaced.
- */
-static uint64 settings_generation = 0;
-
-/*
- * redis_settings_changed
- *		Assign hook of the settings that name the server or the
- *		credentials: the next command reconnects.  Only flags, since an
- *		assign hook must not fail (and also runs in the postmaster).
- */
-static void
-redis_settings_changed_str(const char *newval, void *extra)
-{
-	settings_generation++;
-}
-
-static void
-redis_settings_changed_int(int newval, void *extra)
-{
-	settings_generation++;
-}
-
-/*
- * redis_conn_settings_changed
- *		The same, for the settings of the Sentinel module.
- */
-void
-redis_conn_settings_changed(void)
-{
-	settings_generation++;
-}
-
-/*
- * check_redis_host
- *		A host name or IP address, or the absolute path of a Unix socket.
- */
-static bool
-check_redis_host(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL || (*newval)[0] == '\0')
-	{
-		GUC_check_errdetail("A host name, an IP address or the absolute path of a Unix socket is required.");
-		return false;
-	}
-	if ((*newval)[0] == '/')
-	{
-		if (strlen(*newval) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
-		{
-			GUC_check_errdetail("A Unix socket path can be at most %d bytes long.",
-								(int) sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
-			return false;
-		}
-		return true;
-	}
-	if (strlen(*newval) > REDIS_MAX_HOST_LEN)
-	{
-		GUC_check_errdetail("A host name can be at most %d bytes long.",
-							REDIS_MAX_HOST_LEN);
-		return false;
-	}
-	for (p = *newval; *p; p++)
-	{
-		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p) ||
-			*p == '/')
-		{
-			GUC_check_errdetail("A host name cannot contain white space, control characters or \"/\"; a Unix socket path must be absolute.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * check_redis_username
- *		Empty (no ACL user), or a name Redis ACLs can hold.
- */
-static bool
-check_redis_username(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL)
-		return true;
-	if (strlen(*newval) > REDIS_MAX_USERNAME_LEN)
-	{
-		GUC_check_errdetail("A Redis user name can be at most %d bytes long.",
-							REDIS_MAX_USERNAME_LEN);
-		return false;
-	}
-	for (p = *newval; *p; p++)
-	{
-		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p))
-		{
-			GUC_check_errdetail("A Redis user name cannot contain white space or control characters.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * check_redis_password
- *		Any text Redis could take, within a sane length.
- */
-static bool
-check_redis_password(char **newval, void **extra, GucSource source)
-{
-	if (*newval != NULL && strlen(*newval) > REDIS_MAX_PASSWORD_LEN)
-	{
-		GUC_check_errdetail("A Redis password can be at most %d bytes long.",
-							REDIS_MAX_PASSWORD_LEN);
-		return false;
-	}
-	return true;
-}
-
-/*
- * check_redis_password_file
- *		Empty, or a file name without control characters.  The file itself
- *		is read and checked when connecting, so that it can be rotated
- *		without a reload.
- */
-static bool
-check_redis_password_file(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL)
-		return true;
-	for (p = *newval; *p; p++)
-	{
-		if (iscntrl((unsigned char) *p))
-		{
-			GUC_check_errdetail("A file name cannot contain control characters.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * show_redis_password
- *		Never print the password, not even to a superuser: whether one is
- *		set is all SHOW and pg_settings tell.
- */
-static const char *
-show_redis_password(void)
-{
-	if (fencing_redis_password != NULL && fencing_redis_password[0] != '\0')
-		return "********";
-	return "";
-}
-
-/*
- * redis_conn_init
- *		Define the connection settings; called from _PG_init.  They exist
- *		whether or not the module was built with hiredis, so that one
- *		postgresql.conf serves both builds.
- */
-void
-redis_conn_init(void)
-{
-	DefineCustomStringVariable("fencing.redis_host",
-							   "Redis server that fenced_acquire() takes locks and tokens from.",
-							   "A host name or IP address, or the absolute path of a Unix socket.",
-							   &fencing_redis_host,
-							   "127.0.0.1",
-							   PGC_SUSET,
-							   0,
-							   check_redis_host, redis_settings_changed_str, NULL);
-
-	DefineCustomIntVariable("fencing.redis_port",
-							"TCP port of the Redis server.",
-							"Not used when fencing.redis_host is a Unix socket.",
-							&fencing_redis_port,
-							REDIS_DEFAULT_PORT, 1, 65535,
-							PGC_SUSET,
-							0,
-							NULL, redis_settings_changed_int, NULL);
-
-	DefineCustomStringVariable("fencing.redis_username",
-							   "Redis ACL user to authenticate as.",
-							   "Empty means the \"default\" user (AUTH with the password only).",
-							   &fencing_redis_username,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   check_redis_username, redis_settings_changed_str, NULL);
-
-	DefineCustomStringVariable("fencing.redis_password",
-							   "Password to authenticate to Redis with.",
-							   "Empty means none.  Shown only as asterisks, and only to superusers; prefer fencing.redis_password_file.",
-							   &fencing_redis_password,
-							   "",
-							   PGC_SUSET,
-							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   check_redis_password, redis_settings_changed_str,
-							   show_redis_password);
-
-	DefineCustomStringVariable("fencing.redis_password_file",
-							   "File holding the password to authenticate to Redis with.",
-							   "The first line of the file is the password.  It is read at every connect and must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means none.",
-							   &fencing_redis_password_file,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   check_redis_password_file, redis_settings_changed_str, NULL);
-
-	DefineCustomIntVariable("fencing.redis_database",
-							"Redis database number to SELECT after connecting.",
-							"0 means no SELECT; the server's \"databases\" setting bounds the valid numbers.",
-							&fencing_redis_database,
-							0, 0, REDIS_MAX_DATABASE,
-							PGC_SUSET,
-							0,
-							NULL, redis_settings_changed_int, NULL);
-
-	DefineCustomIntVariable("fencing.redis_connect_timeout",
-							"Longest wait for a connection to the Redis server.",
-							"Valid range is 1 ms to 60 s.",
-							&fencing_redis_connect_timeout,
-							REDIS_DEFAULT_CONNECT_TIMEOUT, 1, REDIS_MAX_CONNECT_TIMEOUT,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("fencing.redis_command_timeout",
-							"Longest wait for the Redis server to answer one command.",
-							"Valid range is 1 ms to 1 h.  A command that is not answered in time fails and its connection is dropped.",
-							&fencing_redis_command_timeout,
-							REDIS_DEFAULT_COMMAND_TIMEOUT, 1, REDIS_MAX_COMMAND_TIMEOUT,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	redis_sentinel_init();
-	redis_cluster_init();
-}
 
 #ifdef USE_HIREDIS
 
@@ -385,6 +115,11 @@ static redisReply *conn_reply = NULL;
 #define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
 #define REDIS_MAX_REPLY_LINE		(64 * 1024)
 
+/* Sentinel and Cluster modes. */
+#define REDIS_SENTINEL_RETRY_PAUSE	100 /* ms between discoveries */
+#define REDIS_CLUSTER_RETRY_PAUSE	100 /* ms between map reloads */
+#define REDIS_CLUSTER_MAX_LINKS		16	/* open connections to nodes */
+
 /* Which cap the reply being read went over, if any. */
 typedef enum RedisReplyLimit
 {
@@ -404,7 +139,11 @@ static void *(*hiredis_create_array) (const redisReadTask *task,
 
 static bool redis_connect(bool interruptible, RedisError *err);
 
-/* SQLSTATE and hint for a Redis error reply, by its error code prefix. */
+/*
+ * SQLSTATE and hint for a Redis error reply, by its error code (the first
+ * word), or for a few replies under the generic ERR code, by their whole
+ * text.
+ */
 typedef struct RedisErrorClass
 {
 	const char *prefix;
@@ -425,6 +164,8 @@ static const RedisErrorClass redis_error_classes[] = {
 	{"LOADING", ERRCODE_FENCING_REDIS_BUSY, NULL},
 	{"MASTERDOWN", ERRCODE_FENCING_REDIS_BUSY, NULL},
 	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"ERR max number of clients reached", ERRCODE_FENCING_REDIS_BUSY,
+	"Redis has reached its maxclients limit."},
 	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
 	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
 	{"MOVED", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING,
@@ -485,13 +226,13 @@ static int	target_port = 0;
 static const char *
 redis_target_host(void)
 {
-	return target_host != NULL ? target_host : fencing_redis_host;
+	return target_host != NULL ? target_host : redis_host;
 }
 
 static int
 redis_target_port(void)
 {
-	return target_host != NULL ? target_port : fencing_redis_port;
+	return target_host != NULL ? target_port : redis_port;
 }
 
 /* Aim at host:port (a Sentinel's answer), or with NULL at the settings. */
@@ -711,7 +452,7 @@ redis_reader_line_too_long(const redisReader *r)
  *		Describe a reply that went over a cap in *err.
  */
 static bool
-redis_too_large(RedisError *err, const char *target)
+redis_too_large(RedisError *err)
 {
 	char	   *detail;
 
@@ -733,7 +474,7 @@ redis_too_large(RedisError *err, const char *target)
 	}
 	return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
 					  psprintf("reply from Redis server at \"%s\" is too large",
-							   target),
+							   redis_target()),
 					  detail, NULL);
 }
 
@@ -783,10 +524,12 @@ redis_value_copy(const redisReply *r)
  *		Describe a failed hiredis read or write on the connection.
  */
 static bool
-redis_io_failed(RedisError *err, const char *target, bool secret)
+redis_io_failed(RedisError *err, bool secret)
 {
+	char	   *target = redis_target();
+
 	if (reply_limit != REDIS_LIMIT_NONE)
-		return redis_too_large(err, target);
+		return redis_too_large(err);
 	if (conn->err == REDIS_ERR_OOM)
 		return redis_fail(err, ERRCODE_OUT_OF_MEMORY,
 						  pstrdup("out of memory"),
@@ -823,7 +566,6 @@ static RedisValue *
 redis_exchange(int argc, const char **argv, long timeout_ms,
 			   bool interruptible, bool secret, RedisError *err)
 {
-	char	   *target = redis_target();
 	size_t	   *argvlen = palloc(sizeof(size_t) * argc);
 	TimestampTz deadline;
 	void	   *reply = NULL;
@@ -851,7 +593,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 		{
 			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
 					   psprintf("timed out sending a command to Redis server at \"%s\"",
-								target),
+								redis_target()),
 					   psprintf("The server did not read the command within %ld ms.",
 								timeout_ms),
 					   pstrdup("The limit is fencing.redis_command_timeout."));
@@ -873,7 +615,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 		{
 			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
 					   psprintf("timed out waiting for a reply from Redis server at \"%s\"",
-								target),
+								redis_target()),
 					   psprintf("No reply arrived within %ld ms.", timeout_ms),
 					   pstrdup("The limit is fencing.redis_command_timeout."));
 			return NULL;
@@ -888,7 +630,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 			reply_limit = REDIS_LIMIT_LINE;
 		if (reply_limit != REDIS_LIMIT_NONE)
 		{
-			redis_too_large(err, target);
+			redis_too_large(err);
 			return NULL;
 		}
 	}
@@ -900,7 +642,7 @@ redis_exchange(int argc, const char **argv, long timeout_ms,
 	return value;
 
 io_failed:
-	redis_io_failed(err, target, secret);
+	redis_io_failed(err, secret);
 	return NULL;
 }
 
@@ -933,7 +675,7 @@ static bool
 redis_ensure_connected(bool interruptible, RedisError *err)
 {
 	if (conn != NULL &&
-		(!conn_ready || conn_generation != settings_generation ||
+		(!conn_ready || conn_generation != redis_settings_generation ||
 		 redis_is_stale() ||
 		 (redis_sentinel_enabled() && redis_sentinel_switched())))
 		redis_drop();
@@ -1026,22 +768,6 @@ redis_read_password_file(const char *path, char **password, RedisError *err)
 }
 
 /*
- * redis_redact
- *		Blot secret out of a server message, in place.
- */
-static void
-redis_redact(char *text, const char *secret)
-{
-	size_t		n = strlen(secret);
-	char	   *p;
-
-	if (n == 0)
-		return;
-	while ((p = strstr(text, secret)) != NULL)
-		memset(p, '*', n);
-}
-
-/*
  * redis_unexpected_error
  *		Describe a reply of the wrong shape in *err.
  */
@@ -1070,34 +796,31 @@ redis_authenticate(bool interruptible, RedisError *err)
 	int			argc = 0;
 	RedisValue *volatile reply = NULL;
 
-	if (fencing_redis_password[0] != '\0' && fencing_redis_password_file[0] != '\0')
+	if (redis_password[0] != '\0' && redis_password_file[0] != '\0')
 		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
 						  pstrdup("fencing.redis_password and fencing.redis_password_file are both set"),
 						  NULL, pstrdup("Set only one of them."));
-	if (fencing_redis_password_file[0] != '\0')
+	if (redis_password_file[0] != '\0')
 	{
-		if (!redis_read_password_file(fencing_redis_password_file, &password,
+		if (!redis_read_password_file(redis_password_file, &password,
 									  err))
 			return false;
 	}
-	else if (fencing_redis_password[0] != '\0')
-		password = pstrdup(fencing_redis_password);
+	else if (redis_password[0] != '\0')
+		password = pstrdup(redis_password);
 
-	if (password == NULL && fencing_redis_username[0] == '\0')
+	if (password == NULL && redis_username[0] == '\0')
 		return true;
 
 	argv[argc++] = "AUTH";
-	if (fencing_redis_username[0] != '\0')
-		argv[argc++] = fencing_redis_username;
+	if (redis_username[0] != '\0')
+		argv[argc++] = redis_username;
 	argv[argc++] = password ? password : "";
 
 	PG_TRY();
 	{
-		reply = redis_exchange(argc, argv, fencing_redis_command_timeout,
+		reply = redis_exchange(argc, argv, redis_command_timeout,
 							   interruptible, true, err);
-		if (reply != NULL && reply->type == REDIS_VALUE_ERROR &&
-			password != NULL)
-			redis_redact(reply->str, password);
 	}
 	PG_FINALLY();
 	{
@@ -1112,12 +835,27 @@ redis_authenticate(bool interruptible, RedisError *err)
 
 	if (reply == NULL)
 		return false;
+
+	/*
+	 * An AUTH refusal is reported by its error code alone, and only if it is
+	 * one we know: not a word of the server's text may reach a message or
+	 * the log.  Redis echoes the arguments of a command it does not know (a
+	 * renamed AUTH) cut to 128 bytes, so that blotting the whole password
+	 * out of the text would leave a long password's beginning in it.
+	 */
 	if (reply->type == REDIS_VALUE_ERROR)
-		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
+	{
+		const RedisErrorClass *class = redis_error_class(reply->str);
+
+		return redis_fail(err, class->sqlstate,
 						  psprintf("could not authenticate to Redis server at \"%s\"",
 								   redis_target()),
-						  pstrdup(reply->str),
+						  class->prefix ?
+						  psprintf("Redis answered AUTH with \"%s\"; the rest of its text is not shown, since it may repeat the password.",
+								   class->prefix) :
+						  pstrdup("Redis answered AUTH with an error; its text is not shown, since it may repeat the password."),
 						  pstrdup("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file."));
+	}
 	if (reply->type != REDIS_VALUE_STATUS)
 		return redis_unexpected_error(err, "AUTH", "a status", reply);
 	return true;
@@ -1135,19 +873,19 @@ redis_select(bool interruptible, RedisError *err)
 	const char *argv[2];
 	RedisValue *reply;
 
-	if (fencing_redis_database == 0)
+	if (redis_database == 0)
 		return true;
-	snprintf(db, sizeof(db), "%d", fencing_redis_database);
+	snprintf(db, sizeof(db), "%d", redis_database);
 	argv[0] = "SELECT";
 	argv[1] = db;
-	reply = redis_exchange(2, argv, fencing_redis_command_timeout,
+	reply = redis_exchange(2, argv, redis_command_timeout,
 						   interruptible, false, err);
 	if (reply == NULL)
 		return false;
 	if (reply->type == REDIS_VALUE_ERROR)
 		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
 						  psprintf("could not select database %d on Redis server at \"%s\"",
-								   fencing_redis_database, redis_target()),
+								   redis_database, redis_target()),
 						  pstrdup(reply->str), NULL);
 	if (reply->type != REDIS_VALUE_STATUS)
 		return redis_unexpected_error(err, "SELECT", "a status", reply);
@@ -1241,7 +979,7 @@ redis_connect_target(int timeout_ms, bool interruptible, RedisError *err)
 		!redis_select(interruptible, err))
 		return false;
 
-	conn_generation = settings_generation;
+	conn_generation = redis_settings_generation;
 	conn_ready = true;
 	return true;
 }
@@ -1257,7 +995,7 @@ redis_role(bool interruptible, char **role, RedisError *err)
 	const char *argv[1] = {"ROLE"};
 	RedisValue *reply;
 
-	reply = redis_exchange(1, argv, fencing_redis_command_timeout,
+	reply = redis_exchange(1, argv, redis_command_timeout,
 						   interruptible, false, err);
 	if (reply == NULL)
 		return false;
@@ -1290,8 +1028,8 @@ static bool
 redis_connect_sentinel(bool interruptible, RedisError *err)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   fencing_redis_connect_timeout +
-													   fencing_redis_command_timeout);
+													   redis_connect_timeout +
+													   redis_command_timeout);
 
 	for (;;)
 	{
@@ -1300,14 +1038,14 @@ redis_connect_sentinel(bool interruptible, RedisError *err)
 		char	   *role = NULL;
 		long		remaining;
 
-		host = redis_sentinel_resolve(deadline, fencing_redis_connect_timeout,
-									  fencing_redis_command_timeout,
+		host = redis_sentinel_resolve(deadline, redis_connect_timeout,
+									  redis_command_timeout,
 									  interruptible, &port, err);
 		if (host == NULL)
 			return false;
 		redis_set_target(host, port);
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		if (redis_connect_target((int) Max(Min(remaining, fencing_redis_connect_timeout), 1),
+		if (redis_connect_target((int) Max(Min(remaining, redis_connect_timeout), 1),
 								 interruptible, err) &&
 			redis_role(interruptible, &role, err))
 		{
@@ -1359,21 +1097,21 @@ redis_connect(bool interruptible, RedisError *err)
 	if (redis_cluster_enabled())
 	{
 		/* redis_cluster_prepare chose the node */
-		if (fencing_redis_database != 0)
+		if (redis_database != 0)
 			return redis_fail(err, ERRCODE_FENCING_REDIS_REFUSED,
 							  psprintf("fencing.redis_database is %d, but a Redis Cluster has only database 0",
-									   fencing_redis_database),
+									   redis_database),
 							  NULL,
 							  pstrdup("Set fencing.redis_database to 0 in Cluster mode."));
 		redis_sentinel_unwatch();
-		return redis_connect_target(fencing_redis_connect_timeout, interruptible, err);
+		return redis_connect_target(redis_connect_timeout, interruptible, err);
 	}
 	redis_drop_parked();
 	if (redis_sentinel_enabled())
 		return redis_connect_sentinel(interruptible, err);
 	redis_sentinel_unwatch();
 	redis_set_target(NULL, 0);
-	return redis_connect_target(fencing_redis_connect_timeout, interruptible, err);
+	return redis_connect_target(redis_connect_timeout, interruptible, err);
 }
 
 /*
@@ -1502,7 +1240,7 @@ redis_cluster_refresh(TimestampTz deadline, bool interruptible, RedisError *err)
 		redis_use_node(nodes[i].host, nodes[i].port);
 		if (!redis_ensure_connected(interruptible, err))
 			continue;
-		reply = redis_exchange(2, argv, fencing_redis_command_timeout,
+		reply = redis_exchange(2, argv, redis_command_timeout,
 							   interruptible, false, err);
 		if (reply == NULL)
 			continue;
@@ -1581,8 +1319,8 @@ redis_cluster_prepare(int argc, const char **argv, bool interruptible,
 					  RedisError *err)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   fencing_redis_connect_timeout +
-													   fencing_redis_command_timeout);
+													   redis_connect_timeout +
+													   redis_command_timeout);
 	bool		ok;
 	int			slot = redis_command_slot(argc, argv, err, &ok);
 
@@ -1757,7 +1495,7 @@ redis_command(int argc, const char **argv, int extra_timeout_ms)
 	PG_TRY();
 	{
 		result = redis_send(argc, argv,
-							(long) fencing_redis_command_timeout + extra_timeout_ms,
+							(long) redis_command_timeout + extra_timeout_ms,
 							true, &err);
 	}
 	PG_CATCH();
@@ -1787,7 +1525,7 @@ redis_command_if_connected(int argc, const char **argv)
 		return NULL;
 	PG_TRY();
 	{
-		result = redis_exchange(argc, argv, fencing_redis_command_timeout,
+		result = redis_exchange(argc, argv, redis_command_timeout,
 								true, false, &err);
 	}
 	PG_CATCH();
@@ -1821,7 +1559,7 @@ redis_command_noerror(int argc, const char **argv, RedisValue **reply,
 	RedisError	err;
 
 	HOLD_INTERRUPTS();
-	result = redis_send(argc, argv, fencing_redis_command_timeout, false, &err);
+	result = redis_send(argc, argv, redis_command_timeout, false, &err);
 	RESUME_INTERRUPTS();
 	if (result == NULL)
 	{

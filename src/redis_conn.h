@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * redis_conn.h
- *	  One hiredis connection per backend: settings, connect, commands,
- *	  errors.
+ *	  One hiredis connection per backend: connect, commands, replies,
+ *	  errors (its settings: redis_settings.h).
  *
  * Nothing here knows about tokens, marks or locks; callers hand in
  * commands and scripts and get back palloc'd copies of the replies, so
@@ -44,9 +44,6 @@ typedef struct RedisScript
 	const char *text;
 	char		sha[41];
 } RedisScript;
-
-extern void redis_conn_init(void);
-extern void redis_conn_settings_changed(void);
 
 #ifdef USE_HIREDIS
 extern RedisValue *redis_command(int argc, const char **argv,

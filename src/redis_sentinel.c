@@ -69,6 +69,7 @@
 #include "redis_conn.h"
 #include "redis_hostport.h"
 #include "redis_sentinel.h"
+#include "redis_settings.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
@@ -157,12 +158,12 @@ check_redis_sentinel_password_file(char **newval, void **extra,
 static void
 sentinel_settings_changed(const char *newval, void *extra)
 {
-	redis_conn_settings_changed();
+	redis_settings_generation++;
 }
 
 /*
  * redis_sentinel_init
- *		Define the Sentinel settings; called from redis_conn_init.
+ *		Define the Sentinel settings; called from redis_settings_init.
  */
 void
 redis_sentinel_init(void)

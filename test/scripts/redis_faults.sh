@@ -154,6 +154,20 @@ expect_match "with the reason" "$R" "DETAIL: +READONLY"
 sess a "RESET fencing.redis_port; SELECT fenced_acquire('order:9');"
 expect "pointed back at the primary the session works" "$S|$R" "00000|1"
 
+# Redis at maxclients greets a new connection with an error and closes it;
+# one connection kept open (h) holds the last slot and lifts the limit.
+exec {h}<>"/dev/tcp/127.0.0.1/$REDIS_PORT"
+rcli CONFIG SET maxclients 1 >/dev/null
+sess a "SET fencing.redis_port = $REDIS_PORT; SELECT fenced_acquire('order:12');"
+printf 'CONFIG SET maxclients 10000\r\n' >&"$h"
+read -r -t 5 lifted <&"$h"
+exec {h}>&-
+expect "Redis at maxclients: SQLSTATE TF102 (retry soon)" "$S" "TF102"
+expect_match "with the reason and a hint" "$R" "DETAIL: +ERR max number of clients reached.*HINT: +Redis has reached its maxclients limit"
+expect "the limit is lifted" "${lifted%$'\r'}" "+OK"
+sess a "SELECT fenced_acquire('order:12');"
+expect "and the session works again" "$S|$R" "00000|1"
+
 # --------------------------------------- garbage, wrong answers, silence
 
 FAKE=$SESS_DIR/fake_redis.py
