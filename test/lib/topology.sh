@@ -36,6 +36,7 @@ topology_node_launch() {
 		--daemonize no --logfile "$TOPOLOGY_DIR/redis-$port.log" ${NODE_ARGS[$port]} &
 	NODE_PID[$port]=$!
 	HARNESS_PIDS+=("$!")
+	disown "$!"			# a node killed on purpose is not reported as "Killed"
 	for _ in $(seq 200); do
 		redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
 		sleep 0.05
@@ -48,8 +49,11 @@ topology_node_launch() {
 topology_node_kill() {
 	local pid=${NODE_PID[$1]}
 	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null		# reaped here, without the shell's "Killed"
-	! kill -0 "$pid" 2>/dev/null
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.02
+	done
+	return 1
 }
 
 # topology_node_restart PORT: start a killed node again, with its arguments.
