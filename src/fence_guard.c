@@ -45,6 +45,7 @@
 #include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "marks.h"
+#include "pg_compat.h"
 #include "resource_name.h"
 #include "nodes/bitmapset.h"
 #include "replica.h"
@@ -320,7 +321,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
 		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
-		if (moving_row.valid && moving_row.lxid == MyProc->lxid &&
+		if (moving_row.valid && moving_row.lxid == FencingLocalTransactionId() &&
 			moving_row.subid == GetCurrentSubTransactionId() &&
 			moving_row.relid == RelationGetRelid(rel) &&
 			ItemPointerEquals(&moving_row.tid, &oldtuple->t_self))
@@ -379,7 +380,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	if (TRIGGER_FIRED_BY_UPDATE(event) && rel->rd_rel->relispartition)
 	{
 		moving_row.valid = true;
-		moving_row.lxid = MyProc->lxid;
+		moving_row.lxid = FencingLocalTransactionId();
 		moving_row.subid = GetCurrentSubTransactionId();
 		moving_row.relid = RelationGetRelid(rel);
 		moving_row.tid = oldtuple->t_self;
