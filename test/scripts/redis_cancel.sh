@@ -107,9 +107,9 @@ await_wait() {
 # T1 (end, ms) and OUTPUT.
 end_call() {
 	local i
-	for i in $(seq 700); do
+	for i in $(seq 7000); do
 		kill -0 "$BG" 2>/dev/null || break
-		sleep 0.1
+		sleep 0.01
 	done
 	wait "$BG" 2>/dev/null
 	T1=$(now_ms)
