@@ -509,7 +509,7 @@ fenced_parse_token(const RedisValue *v, const char *what)
 
 	if (v->type != REDIS_VALUE_STRING ||
 		token_parse(v->str, &token) != TOKEN_PARSE_OK)
-		redis_conn_unexpected(acquire_script.name, what, v);
+		redis_unexpected(acquire_script.name, what, v);
 	return (FenceToken) token;
 }
 
@@ -539,9 +539,9 @@ fenced_wait_replicas(const char *resource, const char *lock_key,
 	argv[2] = timeout;
 	reply = redis_command(3, argv, fencing_redis_wait_timeout);
 	if (reply->type == REDIS_VALUE_ERROR)
-		redis_conn_refused("WAIT", reply);
+		redis_refused("WAIT", reply);
 	if (reply->type != REDIS_VALUE_INTEGER)
-		redis_conn_unexpected("WAIT", "an integer", reply);
+		redis_unexpected("WAIT", "an integer", reply);
 	if (reply->integer >= fencing_redis_wait_replicas)
 		return;
 
@@ -634,19 +634,19 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	e = reply->elements;
 	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 2 ||
 		e[0]->type != REDIS_VALUE_INTEGER || e[1]->type == REDIS_VALUE_ARRAY)
-		redis_conn_unexpected(acquire_script.name, "{taken, ...}", reply);
+		redis_unexpected(acquire_script.name, "{taken, ...}", reply);
 
 	if (e[0]->integer == 0)
 	{
 		if (e[1]->type != REDIS_VALUE_INTEGER)
-			redis_conn_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
+			redis_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
 		*pttl = e[1]->integer;
 		return false;
 	}
 
 	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER ||
 		e[3]->type != REDIS_VALUE_STRING)
-		redis_conn_unexpected(acquire_script.name, "{1, token, repaired, previous}", reply);
+		redis_unexpected(acquire_script.name, "{1, token, repaired, previous}", reply);
 	*token = fenced_parse_token(e[1], "a token");
 
 	if (e[2]->integer != 0)
@@ -785,7 +785,7 @@ fenced_extend(PG_FUNCTION_ARGS)
 	args[1] = ttl;
 	reply = redis_eval(&extend_script, 1, (const char **) &lock_key, 2, args);
 	if (reply->type != REDIS_VALUE_INTEGER)
-		redis_conn_unexpected(extend_script.name, "an integer", reply);
+		redis_unexpected(extend_script.name, "an integer", reply);
 
 	if (reply->integer == 1)
 	{
@@ -840,7 +840,7 @@ fenced_release(PG_FUNCTION_ARGS)
 	lock_key = fenced_keys(resource, NULL);
 	reply = redis_eval(&release_script, 1, (const char **) &lock_key, nargs, args);
 	if (reply->type != REDIS_VALUE_INTEGER)
-		redis_conn_unexpected(release_script.name, "an integer", reply);
+		redis_unexpected(release_script.name, "an integer", reply);
 
 	/* Nothing of ours is left in Redis. */
 	lease_remove(lease);

@@ -20,7 +20,7 @@
 #include "guard_config.h"
 #include "marks.h"
 #include "pg_compat.h"
-#include "redis_conn.h"
+#include "redis_settings.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -126,7 +126,7 @@ _PG_init(void)
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = fencing_ExecutorEnd;
 	loaded_mid_statement = IsTransactionState();
-	redis_conn_init();
+	redis_settings_init();
 	fenced_lock_init();
 	MarkGUCPrefixReserved("fencing");
 }

@@ -3,7 +3,7 @@
 # fencing.redis_password_file and its checks, the error codes of a refused
 # AUTH or command; and that a non-superuser can read the password by no
 # route: SHOW, current_setting, pg_settings, SHOW ALL, pg_file_settings,
-# the password file, error messages.  Last, the placeholder trap: without
+# the password file, error messages, nor what a server echoes of it.  Last, the placeholder trap: without
 # preloading, a password in postgresql.conf is readable by anyone until
 # the library loads, which session_preload_libraries closes.
 #
@@ -76,7 +76,7 @@ sleep 0.2
 sess u "SELECT fenced_acquire('order:3');"
 expect "a wrong password: SQLSTATE TF104" "$S" "TF104"
 expect_match "could not authenticate, naming host and port" "$R" \
-	"could not authenticate to Redis server at \"127.0.0.1:$REDIS_PORT\".*DETAIL: +WRONGPASS"
+	"could not authenticate to Redis server at \"127.0.0.1:$REDIS_PORT\".*DETAIL: +Redis answered AUTH with \"WRONGPASS\"; the rest of its text is not shown"
 expect_no_match "the message does not contain the configured password" "$R" "$WRONG"
 expect_no_match "nor the server's" "$R" "$SECRET"
 sess u "SHOW ALL;"
@@ -139,6 +139,37 @@ sess_close s3
 sess_close s
 sess_close u
 q -c "ALTER SYSTEM RESET fencing.redis_password_file" -c "SELECT pg_reload_conf()" >/dev/null
+
+# ------------------------------------------- a server that echoes AUTH
+
+# A server that renamed AUTH answers it as an unknown command, echoing its
+# arguments cut to 128 bytes: a password longer than that used to leak
+# through the DETAIL, which blotted out only the whole password.
+ECHO_PORT=$(harness_free_port)
+redis-server --bind 127.0.0.1 --port "$ECHO_PORT" --dir "$REDIS_DIR" --dbfilename echo.rdb \
+	--save '' --appendonly no --daemonize no --logfile "$REDIS_DIR/echo.log" \
+	--rename-command AUTH "" &
+HARNESS_PIDS+=("$!")
+for _ in $(seq 100); do
+	redis-cli -p "$ECHO_PORT" ping >/dev/null 2>&1 && break
+	sleep 0.05
+done
+LONG_SECRET="Long-$(printf 'Secret%.0s' $(seq 40))-pw"
+echoed=$(redis-cli -p "$ECHO_PORT" AUTH "$LONG_SECRET" 2>&1)
+expect_match "the server echoes the first 128 bytes of a renamed AUTH's arguments" "$echoed" \
+	"unknown command 'AUTH', with args beginning with: '${LONG_SECRET:0:100}"
+sess_open e
+sess e "SET fencing.redis_port = $ECHO_PORT;"
+sess e "SET fencing.redis_password = '$LONG_SECRET';"
+sess e "SELECT fenced_acquire('order:10');"
+expect "AUTH answered with an error: SQLSTATE TF104" "$S" "TF104"
+expect_match "reported by its code alone" "$R" \
+	"could not authenticate to Redis server at \"127.0.0.1:$ECHO_PORT\".*DETAIL: +Redis answered AUTH with an error; its text is not shown"
+expect_no_match "the message holds no part of the password" "$R" "${LONG_SECRET:0:24}"
+expect_no_match "nor the server's echo" "$R" "unknown command"
+expect "nor does the server log (lines with part of it)" \
+	"$(grep -c -F "${LONG_SECRET:0:24}" "$PGHOST/server.log")" "0"
+sess_close e
 
 # -------------------------------------------------- the placeholder trap
 
