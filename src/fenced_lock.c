@@ -19,7 +19,8 @@
  * It would then hand the next holder a token at or below tokens the
  * database has already accepted, and fencing would turn upside down: the
  * new holder rejected, the stale one let through.  So every acquisition
- * passes the resource's high-water mark to the script, which raises the
+ * passes the resource's newest high-water mark (committed or in progress,
+ * never a snapshot's) to the script, which raises the
  * counter past it, under the lock, before issuing the token; a WARNING
  * says it happened.
  *
@@ -610,7 +611,7 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 	RedisValue *reply;
 	RedisValue **e;
 
-	has_mark = marks_read(extnsp, resource, &mark);
+	has_mark = marks_read_newest(extnsp, resource, &mark);
 	if (has_mark)
 	{
 		fence_token_to_cstring(mark, floor);
