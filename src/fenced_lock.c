@@ -10,19 +10,24 @@
  *
  * One acquisition is one round trip: a Lua script (fenced_lock_scripts.h)
  * that takes the lock with the caller's owner string and a TTL and issues
- * the next token from a counter, atomically.  The token is declared for
- * the session as by fence_use(), so that the writes that follow are
- * stamped and checked by fence_guard() without naming it.
+ * the next token, atomically.  The token is declared for the session as by
+ * fence_use(), so that the writes that follow are stamped and checked by
+ * fence_guard() without naming it.
  *
- * Counter regression.  Redis can lose the counter's latest value (restart
- * without persistence, failover to a replica that was behind, FLUSHALL).
- * It would then hand the next holder a token at or below tokens the
- * database has already accepted, and fencing would turn upside down: the
- * new holder rejected, the stale one let through.  So every acquisition
+ * Tokens.  Redis can lose the counter's latest value (restart without
+ * persistence or from an older snapshot, failover to a replica that was
+ * behind, FLUSHALL).  A plain counter would then hand the next holder a
+ * token already handed out, or below tokens the database has accepted,
+ * and fencing would turn upside down: the new holder rejected, the stale
+ * one let through.  So a token is max(counter + 1, microseconds of the
+ * Redis server's clock): after a loss the clock, not the lost counter,
+ * puts it above every token issued before, as long as the clocks of the
+ * Redis servers agree to within a failover's duration (README, "Tokens").
+ *
+ * Counter regression.  In case that clock is behind, every acquisition
  * passes the resource's newest high-water mark (committed or in progress,
- * never a snapshot's) to the script, which raises the
- * counter past it, under the lock, before issuing the token; a WARNING
- * says it happened.
+ * never a snapshot's) to the script, which raises the counter past it,
+ * under the lock, before issuing the token; a WARNING says it happened.
  *
  * Unknown outcomes.  When a command fails after it was sent (timeout,
  * lost connection, cancel), it may still have run.  The owner string of
@@ -96,11 +101,27 @@
  * How far past the high-water mark a counter that went backwards is set.
  * The lost counter may have handed out tokens above the mark whose holders
  * have not written yet; issuing one of them again would give two holders
- * the same token, both accepted.  A gap wider than any plausible number of
- * unwritten grants keeps the new token above all of them; gaps in tokens
- * cost nothing.
+ * the same token, both accepted.  A gap of a second of clock-made tokens
+ * keeps the new token above those issued in the second before the mark's
+ * was written, or since; gaps in tokens cost nothing.
  */
 #define FENCED_REPAIR_GAP			1000000
+
+/*
+ * How long a token counter key outlives the lock it was last issued with,
+ * in ms.  Past that, the next token comes from the Redis clock, which has
+ * then passed the last token issued (unless tokens were issued faster
+ * than one per microsecond for that long), so the key is disposable and
+ * Redis no longer keeps one per resource ever locked.
+ */
+#define FENCED_COUNTER_LINGER		60000
+
+/*
+ * Token counter keys under this prefix are fencing's own.  Any other
+ * template (the classic "fence:<resource>") may name a key that other
+ * clients INCR, expecting it to last: it never expires.
+ */
+#define FENCED_OWN_KEY_PREFIX		"fencing:"
 
 /*
  * Beyond this many entries, an acquisition prunes leases expired for
@@ -183,7 +204,7 @@ fenced_lock_init(void)
 
 	DefineCustomStringVariable("fencing.redis_token_key",
 							   "Template of the Redis key that counts the tokens of a resource.",
-							   "\"<resource>\" stands for the resource name.  The key never expires.  The default is key layout v1; set \"fence:<resource>\" to share tokens with clients of the classic lock:/fence: layout.",
+							   "\"<resource>\" stands for the resource name.  A key beginning with \"fencing:\" expires a minute after the lock it was last issued with; any other never expires.  The default is key layout v1; set \"fence:<resource>\" to share tokens with clients of the classic lock:/fence: layout.",
 							   &fencing_redis_token_key,
 							   "fencing:v1:{r:<resource>}:token",
 							   PGC_SUSET,
@@ -590,7 +611,7 @@ fenced_backoff(int step, long long pttl, long remaining)
 
 /*
  * fenced_try_acquire
- *		One attempt: the script with the current high-water mark as the
+ *		One attempt: the script with the newest high-water mark as the
  *		floor.  True and *token when the lock was taken; false and *pttl
  *		when it is busy.
  */
@@ -604,8 +625,9 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
 	char		repaired[FENCE_TOKEN_TEXT_LEN] = "";
 	char		ttl[12];
+	char		counter_ttl[24] = "";
 	const char *keys[2];
-	const char *args[5 + FENCED_MAX_MAYBE];
+	const char *args[6 + FENCED_MAX_MAYBE];
 	int			nargs = 0;
 	int			i;
 	RedisValue *reply;
@@ -619,6 +641,10 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 							   mark : mark + FENCED_REPAIR_GAP, repaired);
 	}
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
+	if (strncmp(fencing_redis_token_key, FENCED_OWN_KEY_PREFIX,
+				strlen(FENCED_OWN_KEY_PREFIX)) == 0)
+		snprintf(counter_ttl, sizeof(counter_ttl), INT64_FORMAT,
+				 (int64) ttl_ms + FENCED_COUNTER_LINGER);
 
 	keys[0] = lock_key;
 	keys[1] = token_key;
@@ -626,10 +652,20 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 	args[nargs++] = ttl;
 	args[nargs++] = floor;
 	args[nargs++] = repaired;
+	args[nargs++] = counter_ttl;
 	if (lease->held)
 		args[nargs++] = lease->owner;
+
+	/*
+	 * This attempt's own owner is among the maybe-owners, but no lock can
+	 * be held under it yet: the attempts before this one in this call were
+	 * answered.  Leaving it out keeps a first acquisition at 10 arguments,
+	 * within what Redis parses from a client that has not authenticated,
+	 * so that a missing password is reported as NOAUTH.
+	 */
 	for (i = 0; i < lease->nmaybe; i++)
-		args[nargs++] = lease->maybe[i];
+		if (strcmp(lease->maybe[i], owner) != 0)
+			args[nargs++] = lease->maybe[i];
 
 	reply = redis_eval(&acquire_script, 2, keys, nargs, args);
 	e = reply->elements;
@@ -645,27 +681,24 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 		return false;
 	}
 
-	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER ||
-		e[3]->type != REDIS_VALUE_STRING)
-		redis_conn_unexpected(acquire_script.name, "{1, token, repaired, previous}", reply);
+	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER)
+		redis_conn_unexpected(acquire_script.name, "{1, token, repaired, rule's token}", reply);
 	*token = fenced_parse_token(e[1], "a token");
 
 	if (e[2]->integer != 0)
 	{
-		int64_t		previous = 0;
-		char		would[FENCE_TOKEN_TEXT_LEN];
+		FenceToken	would = fenced_parse_token(e[3], "a token");
+		char		would_text[FENCE_TOKEN_TEXT_LEN];
 		char		issued[FENCE_TOKEN_TEXT_LEN];
 
-		if (e[3]->str[0] != '\0')
-			(void) token_parse(e[3]->str, &previous);
-		fence_token_to_cstring((FenceToken) previous + 1, would);
+		fence_token_to_cstring(would, would_text);
 		fence_token_to_cstring(*token, issued);
 		ereport(WARNING,
 				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
-						resource, would, floor),
+						resource, would_text, floor),
 				 errdetail("The counter was raised %d past the mark, beyond any token it may have handed out before it went back, and token %s issued instead.",
 						   FENCED_REPAIR_GAP, issued),
-				 errhint("Redis lost writes (a restart without persistence, a failover or a flush); check its persistence and replication.")));
+				 errhint("Redis lost writes or its clock is behind the clock that issued the mark's token; check its persistence, replication and clock.")));
 	}
 	return true;
 }

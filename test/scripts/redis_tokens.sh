@@ -18,7 +18,7 @@ redis_start_pg || exit 1
 q <<'SQL' >/dev/null
 CREATE TABLE items (id text, tok fence_token, val text);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
-	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'r:{id}');
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '{id}');
 SQL
 
 sess_open a
@@ -70,6 +70,88 @@ wait $bg
 token=$(tail -1 "$out")
 check "READ COMMITTED: an acquisition that waited for a busy lock issues a token above the mark committed meanwhile ($token > $HIGH)" \
 	test "${token:-0}" -gt "$HIGH"
+
+# -------------------------------------------- Redis losing data: no repeats
+
+# write VIA_SESSION RESOURCE: a plain write with the declared token
+write() { sess "$1" "INSERT INTO items (id, val) VALUES ('$2', '$1');"; }
+
+# (a) a restart from an older RDB snapshot: S2's grant is not in it
+r=loss:rdb
+sess a "SELECT fenced_acquire('$r');"
+write a "$r"
+sess a "SELECT fenced_release('$r');"
+rcli SAVE >/dev/null
+sess b "SELECT fenced_acquire('$r', ttl => '60 s');"
+t2=$R
+redis_stop
+harness_redis_launch || exit 1
+check "(a) Redis restarted from the snapshot taken before S2's grant" \
+	test "$(rcli EXISTS "fencing:v1:{r:$r}:lock")" = 0
+sess c "SELECT fenced_acquire('$r');"
+t3=$R
+check "(a) after a restart from an older snapshot, S3's token is above S2's unwritten one ($t3 > $t2)" \
+	test "${t3:-0}" -gt "${t2:-0}" 2>/dev/null
+write c "$r"
+expect "(a) S3 writes" "$S" "00000"
+write b "$r"
+expect "(a) S2's stale write after S3's is rejected" "$S" "TF001"
+rm -f "$REDIS_DIR/dump.rdb"
+
+# (b) a restart without data, on a resource with no mark
+r=loss:empty
+sess b "SELECT fenced_acquire('$r', ttl => '60 s');"
+t2=$R
+redis_stop
+harness_redis_launch || exit 1
+check "(b) Redis restarted without data" test "$(rcli DBSIZE)" = 0
+sess c "SELECT fenced_acquire('$r');"
+t3=$R
+check "(b) after a restart without data, S3's token is above S2's unwritten one, with no mark to go by ($t3 > $t2)" \
+	test "${t3:-0}" -gt "${t2:-0}" 2>/dev/null
+write c "$r"
+expect "(b) S3 writes" "$S" "00000"
+write b "$r"
+expect "(b) S2's stale write after S3's is rejected" "$S" "TF001"
+
+# (c) FLUSHALL while S2 holds an unwritten token
+r=loss:flush
+sess b "SELECT fenced_acquire('$r', ttl => '60 s');"
+t2=$R
+rcli FLUSHALL >/dev/null
+sess c "SELECT fenced_acquire('$r');"
+t3=$R
+check "(c) after FLUSHALL, S3's token is above S2's unwritten one ($t3 > $t2)" \
+	test "${t3:-0}" -gt "${t2:-0}" 2>/dev/null
+
+# (d) failover to a replica that missed the last grants: the replica is
+# promoted (REPLICAOF NO ONE) while S2 is granted tokens on the old
+# primary, which then dies; the sessions are pointed at the new primary by
+# a configuration reload.
+r=loss:failover
+start_replica || exit 1
+sess a "SELECT fenced_acquire('$r');"
+write a "$r"
+sess a "SELECT fenced_release('$r');"
+rcli WAIT 1 2000 >/dev/null
+expect "(d) the replica has the first grant" \
+	"$(redis-cli -p "$REPLICA_PORT" GET "fencing:v1:{r:$r}:token")" "$(rcli GET "fencing:v1:{r:$r}:token")"
+redis-cli -p "$REPLICA_PORT" REPLICAOF NO ONE >/dev/null
+sess b "SELECT fenced_acquire('$r', ttl => '60 ms'); SELECT pg_sleep(0.1); SELECT fenced_acquire('$r', ttl => '60 s');"
+t2=$(echo "$R" | tail -1)
+check "(d) the replica missed S2's grants" \
+	test "$(redis-cli -p "$REPLICA_PORT" GET "fencing:v1:{r:$r}:token")" != "$t2"
+redis_stop
+q -c "ALTER SYSTEM SET fencing.redis_port = $REPLICA_PORT" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.3
+sess c "SELECT fenced_acquire('$r');"
+t3=$R
+check "(d) after failover to the lagging replica, S3's token is above S2's ($t3 > $t2)" \
+	test "${t3:-0}" -gt "${t2:-0}" 2>/dev/null
+write c "$r"
+expect "(d) S3 writes" "$S" "00000"
+write b "$r"
+expect "(d) S2's stale write after S3's is rejected" "$S" "TF001"
 
 sess_close a
 sess_close b
