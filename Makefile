@@ -16,6 +16,7 @@ OBJS = \
 	src/fence_token.o \
 	src/fenced_lock.o \
 	src/fencing.o \
+	src/guard_config.o \
 	src/marks.o \
 	src/redis_conn.o \
 	src/resource_name.o \

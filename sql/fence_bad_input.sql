@@ -68,7 +68,8 @@ INSERT INTO trigger_cases (args, expect) VALUES
 	($$'tok', 'bi:{{{id}}}'$$,        'literal braces around a placeholder: bi:{1}'),
 	($$'tok', 'bi:{ä}'$$,             'non-ASCII column name: bi:ä'),
 	($$'tok', 'bi whole table'$$,     'no placeholder: one resource for the table'),
-	($$'tok', ''$$,                   'empty template: row scope');
+	($$'tok', ''$$,                   'empty template: row scope'),
+	(format('%L, %L', 'tok', repeat('L', 2001)), 'template without placeholders, over the name limit');
 
 SELECT c.id, c.expect,
 	bad_try(format($q$
@@ -94,7 +95,9 @@ SELECT bad_try($$CREATE TRIGGER g BEFORE INSERT ON bi FOR EACH ROW EXECUTE FUNCT
 	INSERT INTO bi (id, tok) VALUES (1, 5)$$) AS truncate_guard_on_insert;
 SELECT bad_try($$SELECT fence_truncate_guard()$$) AS truncate_guard_called_directly;
 
--- odd resource names made by a template from a column's value
+-- odd resource names made by a template from a column's value; a name
+-- over 2000 bytes is refused (54000) by the trigger and by fence_use and
+-- fence_advance, before it is written anywhere
 CREATE TABLE names (name text, tok fence_token);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON names
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '{name}');
@@ -112,7 +115,9 @@ INSERT INTO name_cases (what, name) VALUES
 	('combining vs precomposed (two resources)', E'e\u0301'),
 	('100 kB, compressible',   repeat('x', 100000)),
 	('3 kB, incompressible',   (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 94) i)),
-	('100 kB, incompressible', (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 3125) i));
+	('100 kB, incompressible', (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 3125) i)),
+	('2000 bytes, the limit',  repeat('y', 1998) || 'é'),
+	('2001 bytes, over it',    repeat('y', 1999) || 'é');
 
 -- first write: token 10; a stale one (9) is rejected; a DELETE with a
 -- declared stale token is rejected; with the current one it passes
@@ -134,9 +139,9 @@ SELECT count(*) AS rows_left FROM names;
 SELECT c.id, c.what,
 	bad_try(format('SELECT fence_use(%L, 20)', c.name)) AS use,
 	bad_try(format('SELECT fence_advance(%L, 20)', c.name)) AS advance,
-	bad_try(format($q$DO $d$ BEGIN IF fence_mark(%L) IS DISTINCT FROM 20 THEN RAISE 'mark is not 20'; END IF; END $d$$q$, c.name)) AS mark,
+	bad_try(format($q$DO $d$ BEGIN IF fence_mark(%1$L) IS DISTINCT FROM 20 THEN RAISE 'mark is %%, not 20', coalesce(fence_mark(%1$L)::text, 'absent'); END IF; END $d$$q$, c.name)) AS mark,
 	bad_try(format('SELECT fence_advance(%L, 19)', c.name)) AS advance_lower,
-	bad_try(format($q$DO $d$ BEGIN IF fence_mark(%L) IS DISTINCT FROM 20 THEN RAISE 'advance lowered the mark'; END IF; END $d$$q$, c.name)) AS still_20
+	bad_try(format($q$DO $d$ BEGIN IF fence_mark(%1$L) IS DISTINCT FROM 20 THEN RAISE 'mark is %%, not 20', coalesce(fence_mark(%1$L)::text, 'absent'); END IF; END $d$$q$, c.name)) AS still_20
   FROM name_cases c WHERE c.name IS NOT NULL ORDER BY c.id;
 SELECT count(*) AS declared, count(DISTINCT resource) AS distinct_resources,
 	max(length(resource)) AS longest

@@ -28,6 +28,7 @@
 #include "declared.h"
 #include "funcapi.h"
 #include "resource_map.h"
+#include "resource_name.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
@@ -157,6 +158,7 @@ fence_use(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("is_local must not be null")));
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	resource_name_check(resource, strlen(resource));
 	is_local = PG_GETARG_BOOL(2);
 
 	if (is_local && !IsTransactionBlock())
@@ -176,13 +178,13 @@ fence_use(PG_FUNCTION_ARGS)
 static void
 declared_emit(ReturnSetInfo *rsinfo, ResourceMap *map, bool is_local)
 {
-	HASH_SEQ_STATUS status;
+	ResourceMapIterator iter;
 	DeclaredEntry *entry;
 
 	if (map == NULL)
 		return;
-	hash_seq_init(&status, map->htab);
-	while ((entry = hash_seq_search(&status)) != NULL)
+	resource_map_iterate(map, &iter);
+	while ((entry = resource_map_next(&iter)) != NULL)
 	{
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};

@@ -442,7 +442,7 @@ lease_maybe_add(Lease *lease, const char *owner)
 	int			i;
 
 	if (lease->maybe == NULL)
-		lease->maybe = MemoryContextAlloc(leases->cxt,
+		lease->maybe = MemoryContextAlloc(resource_map_context(leases),
 										  sizeof(*lease->maybe) * FENCED_MAX_MAYBE);
 	for (i = 0; i < lease->nmaybe; i++)
 		if (strcmp(lease->maybe[i], owner) == 0)
@@ -506,13 +506,13 @@ lease_end(Lease *lease)
 static void
 leases_prune(TimestampTz now)
 {
-	HASH_SEQ_STATUS status;
+	ResourceMapIterator iter;
 	Lease	   *lease;
 
-	if (hash_get_num_entries(leases->htab) < leases_prune_at)
+	if (resource_map_count(leases) < leases_prune_at)
 		return;
-	hash_seq_init(&status, leases->htab);
-	while ((lease = hash_seq_search(&status)) != NULL)
+	resource_map_iterate(leases, &iter);
+	while ((lease = resource_map_next(&iter)) != NULL)
 	{
 		if (lease->nmaybe == 0 &&
 			(!lease->held ||
@@ -520,7 +520,7 @@ leases_prune(TimestampTz now)
 			lease_remove(lease);
 	}
 	leases_prune_at = Max(FENCED_PRUNE_THRESHOLD,
-						  2 * hash_get_num_entries(leases->htab));
+						  2 * resource_map_count(leases));
 }
 
 /* Parse a token sent back by the acquire script. */
@@ -616,7 +616,7 @@ fenced_backoff(int step, long long pttl, long remaining)
  *		when it is busy.
  */
 static bool
-fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
+fenced_try_acquire(const char *resource, const char *lock_key,
 				   const char *token_key, const char *owner, int ttl_ms,
 				   Lease *lease, FenceToken *token, long long *pttl)
 {
@@ -633,7 +633,7 @@ fenced_try_acquire(Oid extnsp, const char *resource, const char *lock_key,
 	RedisValue *reply;
 	RedisValue **e;
 
-	has_mark = marks_read_newest(extnsp, resource, &mark);
+	has_mark = marks_read_newest(resource, &mark);
 	if (has_mark)
 	{
 		fence_token_to_cstring(mark, floor);
@@ -734,7 +734,6 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
 	int			wait_ms = fenced_wait_arg(fcinfo, 2);
 #ifdef USE_HIREDIS
-	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	char	   *token_key;
 	char	   *lock_key = fenced_keys(resource, &token_key);
 	char		owner[FENCED_OWNER_LEN];
@@ -754,7 +753,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	lease_maybe_add(lease, owner);
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	while (!fenced_try_acquire(extnsp, resource, lock_key, token_key, owner,
+	while (!fenced_try_acquire(resource, lock_key, token_key, owner,
 							   ttl_ms, lease, &token, &pttl))
 	{
 		long		remaining;
@@ -896,14 +895,14 @@ fenced_leases(PG_FUNCTION_ARGS)
 {
 #ifdef USE_HIREDIS
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS status;
+	ResourceMapIterator iter;
 	Lease	   *lease;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (leases == NULL)
 		return (Datum) 0;
-	hash_seq_init(&status, leases->htab);
-	while ((lease = hash_seq_search(&status)) != NULL)
+	resource_map_iterate(leases, &iter);
+	while ((lease = resource_map_next(&iter)) != NULL)
 	{
 		Datum		values[5];
 		bool		nulls[5] = {false, false, false, false, false};

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * fencing.c
- *	  Module entry point of the fencing extension.
+ *	  Module entry point of the fencing extension, and the executor hooks
+ *	  that tell the trigger whether a MERGE is running.
  *
  * IDENTIFICATION
  *	  src/fencing.c
@@ -12,9 +13,11 @@
 
 #include "access/xact.h"
 #include "declared.h"
-#include "fence_guard.h"
+#include "executor/executor.h"
 #include "fenced_lock.h"
+#include "fencing.h"
 #include "fmgr.h"
+#include "guard_config.h"
 #include "marks.h"
 #include "redis_conn.h"
 #include "utils/guc.h"
@@ -22,6 +25,62 @@
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
+
+/*
+ * MERGE statements executing in this backend.  In a MERGE, tg_updatedcols
+ * is the union of the columns of all its UPDATE actions, so the token
+ * column can be listed when the action taken did not assign it.  Counted
+ * by executor hooks; an error between start and end leaves the count too
+ * high until the transaction ends, which only makes the check stricter.
+ * If the library was loaded in the middle of a statement, the hooks missed
+ * its start: loaded_mid_statement assumes a MERGE for the rest of that
+ * transaction.  Preloading the library avoids that.
+ */
+static int	merges_running = 0;
+static bool loaded_mid_statement = false;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+
+/* Count a MERGE starting. */
+static void
+fencing_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (queryDesc->operation == CMD_MERGE)
+		merges_running++;
+}
+
+/* Count a MERGE ending. */
+static void
+fencing_ExecutorEnd(QueryDesc *queryDesc)
+{
+	if (queryDesc->operation == CMD_MERGE && merges_running > 0)
+		merges_running--;
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
+/*
+ * fencing_in_merge
+ *		Whether the row being written may be written by a MERGE.
+ */
+bool
+fencing_in_merge(void)
+{
+	if (merges_running > 0)
+		return true;
+
+	/*
+	 * Loaded in the middle of a statement, whose start went unseen: it, or
+	 * a statement it runs, may be a MERGE, until the transaction ends.
+	 */
+	return loaded_mid_statement;
+}
 
 /*
  * fencing_xact_callback
@@ -40,7 +99,9 @@ fencing_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			declared_at_xact_end();
 			marks_at_xact_end();
-			fence_guard_at_xact_end();
+			guard_config_at_xact_end();
+			merges_running = 0;
+			loaded_mid_statement = false;
 			break;
 		default:
 			break;
@@ -49,16 +110,21 @@ fencing_xact_callback(XactEvent event, void *arg)
 
 /*
  * _PG_init
- *		Register each part's callbacks, and reserve the "fencing." prefix
- *		so that a misspelt setting is reported instead of silently kept as
- *		a placeholder.
+ *		Register each part's callbacks and the executor hooks, and reserve
+ *		the "fencing." prefix so that a misspelt setting is reported
+ *		instead of silently kept as a placeholder.
  */
 void
 _PG_init(void)
 {
 	RegisterXactCallback(fencing_xact_callback, NULL);
 	marks_init();
-	fence_guard_init();
+	guard_config_init();
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = fencing_ExecutorStart;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = fencing_ExecutorEnd;
+	loaded_mid_statement = IsTransactionState();
 	redis_conn_init();
 	fenced_lock_init();
 	MarkGUCPrefixReserved("fencing");

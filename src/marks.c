@@ -53,21 +53,29 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "marks.h"
 #include "miscadmin.h"
+#include "resource_name.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #define MARKS_TABLE "fence_high_water"
 
@@ -125,6 +133,14 @@ static CheckedSlot checked[CHECKED_SLOTS];
 static int	checked_count = 0;
 static MemoryContext checked_cxt = NULL;
 
+/*
+ * The marks table, found once per backend through the extension, and
+ * whether its shape has been checked; both forgotten when the table's
+ * relcache entry is invalidated (DROP EXTENSION, ALTER TABLE).
+ */
+static Oid	marks_relid_cache = InvalidOid;
+static bool marks_shape_checked = false;
+
 PG_FUNCTION_INFO_V1(fence_mark);
 PG_FUNCTION_INFO_V1(fence_advance);
 PG_FUNCTION_INFO_V1(fence_forget);
@@ -180,14 +196,26 @@ marks_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/* Forget where the marks table is when its relcache entry goes. */
+static void
+marks_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == marks_relid_cache)
+	{
+		marks_relid_cache = InvalidOid;
+		marks_shape_checked = false;
+	}
+}
+
 /*
  * marks_init
- *		Register the transaction callbacks; called from _PG_init.
+ *		Register the transaction and cache callbacks; called from _PG_init.
  */
 void
 marks_init(void)
 {
 	RegisterSubXactCallback(marks_subxact_callback, NULL);
+	CacheRegisterRelcacheCallback(marks_relcache_callback, (Datum) 0);
 }
 
 static uint32
@@ -238,25 +266,121 @@ checked_forget(const char *resource)
 }
 
 /*
- * Open the marks table of the extension installed in extnsp.  Locks are
- * kept to the end of the transaction, as for any table written.  The
- * index is found through the open table, whose relcache entry is kept
- * current by the lock: an OID remembered across calls could be one an
- * invalidation arriving with that lock has just made stale.
+ * The schema of the installed extension.  PostgreSQL 15 keeps its own
+ * get_extension_schema() private; this is the same catalog lookup.
+ */
+static Oid
+marks_extension_schema(void)
+{
+	Oid			extoid = get_extension_oid("fencing", false);
+	Relation	rel;
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			nsp = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&skey, Anum_pg_extension_oid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &skey);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(nsp))
+		elog(ERROR, "cache lookup failed for extension %u", extoid);
+	return nsp;
+}
+
+/*
+ * The marks table of the installed extension, wherever its schema is.
+ * Looked up on first use and after an invalidation of the table, as
+ * pg_cron finds its job table.
+ */
+static Oid
+marks_relid(void)
+{
+	if (!OidIsValid(marks_relid_cache))
+	{
+		Oid			extnsp = marks_extension_schema();
+
+		marks_relid_cache = get_relname_relid(MARKS_TABLE, extnsp);
+		if (!OidIsValid(marks_relid_cache))
+			elog(ERROR, "table %s not found in schema %u", MARKS_TABLE, extnsp);
+	}
+	return marks_relid_cache;
+}
+
+/* Refuse a marks table whose column attnum is not named name of type typid. */
+static void
+marks_check_column(Relation heap, AttrNumber attnum, const char *name,
+				   Oid typid)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(heap), attnum - 1);
+
+	if (att->attisdropped || strcmp(NameStr(att->attname), name) != 0 ||
+		att->atttypid != typid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
+				 errdetail("Column %d must be \"%s\" of type %s.",
+						   attnum, name, format_type_be(typid)),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+}
+
+/*
+ * Check, once per relcache entry, that the marks table is what this file
+ * reads and writes with heap_* calls: a heap, its three columns by name
+ * and type, a primary key.  A table altered by hand would otherwise be
+ * misread or corrupted.
  */
 static void
-marks_open(MarksRel *m, Oid extnsp, const char *resource, LOCKMODE lockmode)
+marks_check_shape(Relation heap)
 {
-	Oid			relid = get_relname_relid(MARKS_TABLE, extnsp);
-	Oid			indexid;
+	Oid			token_type;
 
-	if (!OidIsValid(relid))
-		elog(ERROR, "table %s not found in schema %u", MARKS_TABLE, extnsp);
-	m->heap = table_open(relid, lockmode);
-	indexid = RelationGetPrimaryKeyIndex(m->heap);
-	if (!OidIsValid(indexid) || RelationGetDescr(m->heap)->natts != Natts_mark)
-		elog(ERROR, "table %s has an unexpected shape", MARKS_TABLE);
-	m->index = index_open(indexid, lockmode);
+	if (heap->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" is not a heap table", MARKS_TABLE),
+				 errhint("Run ALTER TABLE %s SET ACCESS METHOD heap.",
+						 MARKS_TABLE)));
+	if (RelationGetDescr(heap)->natts != Natts_mark)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
+				 errdetail("It must have exactly %d columns.", Natts_mark),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+	token_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+								 CStringGetDatum("fence_token"),
+								 ObjectIdGetDatum(RelationGetNamespace(heap)));
+	marks_check_column(heap, Anum_mark_resource, "resource", TEXTOID);
+	marks_check_column(heap, Anum_mark_token, "token", token_type);
+	marks_check_column(heap, Anum_mark_moved_at, "moved_at", TIMESTAMPTZOID);
+	if (!OidIsValid(RelationGetPrimaryKeyIndex(heap)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has no primary key", MARKS_TABLE),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+}
+
+/*
+ * Open the marks table and its primary key index.  Locks are kept to the
+ * end of the transaction, as for any table written.  The index is found
+ * through the open table, whose relcache entry is kept current by the
+ * lock.
+ */
+static void
+marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode)
+{
+	m->heap = table_open(marks_relid(), lockmode);
+	if (!marks_shape_checked)
+	{
+		marks_check_shape(m->heap);
+		marks_shape_checked = true;
+	}
+	m->index = index_open(RelationGetPrimaryKeyIndex(m->heap), lockmode);
 	m->resource = resource;
 	m->key = CStringGetTextDatum(resource);
 }
@@ -389,6 +513,100 @@ marks_token_of(MarksRel *m, HeapTuple tuple)
 }
 
 /*
+ * Take the lock that serializes the first insert of m's resource's mark,
+ * unless held already; true if it was taken now, and the caller must look
+ * again before inserting.
+ */
+static bool
+marks_insert_lock(MarksRel *m, LOCKTAG *tag, bool *held)
+{
+	uint64		h;
+
+	if (*held)
+		return false;
+	h = hash_bytes_extended((const unsigned char *) m->resource,
+							strlen(m->resource), 0);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 MARK_INSERT_LOCK_FIELD4);
+	(void) LockAcquire(tag, ExclusiveLock, false, false);
+	*held = true;
+	return true;
+}
+
+/*
+ * Release the first-insert lock, if held.  Once our row is in the index a
+ * second inserter's dirty look finds it and waits for our transaction, so
+ * the lock has done its work; held to the end, one lock per new resource
+ * would exhaust the lock table in a bulk load.
+ */
+static void
+marks_insert_unlock(LOCKTAG *tag, bool *held)
+{
+	if (*held)
+		LockRelease(tag, ExclusiveLock, false);
+	*held = false;
+}
+
+/* Insert the first mark of m's resource, at token. */
+static void
+marks_insert(MarksRel *m, FenceToken token)
+{
+	HeapTuple	tuple = marks_form(m, token);
+
+	heap_insert(m->heap, tuple, GetCurrentCommandId(true), 0, NULL);
+	marks_index_insert(m, tuple, false);
+}
+
+/* Raise the mark found as tuple to token. */
+static TM_Result
+marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token)
+{
+	HeapTuple	newtuple = marks_form(m, token);
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	TM_Result	result;
+
+	result = heap_update(m->heap, &tuple->t_self, newtuple,
+						 GetCurrentCommandId(true), InvalidSnapshot, true,
+						 &tmfd, &lockmode);
+	if (result == TM_Ok && !HeapTupleIsHeapOnly(newtuple))
+		marks_index_insert(m, newtuple, true);
+	return result;
+}
+
+/* Lock the mark found as tuple, at or above the token being checked. */
+static TM_Result
+marks_lock(MarksRel *m, HeapTuple tuple)
+{
+	TM_FailureData tmfd;
+	HeapTupleData locked;
+	Buffer		buffer;
+	TM_Result	result;
+
+	locked.t_self = tuple->t_self;
+	result = heap_lock_tuple(m->heap, &locked, GetCurrentCommandId(true),
+							 LockTupleNoKeyExclusive, LockWaitBlock, false,
+							 &buffer, &tmfd);
+	if (BufferIsValid(buffer))
+		ReleaseBuffer(buffer);
+	return result;
+}
+
+/*
+ * Someone moved or deleted the mark between our look and our write: look
+ * again, unless our snapshot must not see the change.
+ */
+static void
+marks_before_retry(MarksRel *m, TM_Result result)
+{
+	if (result != TM_Updated && result != TM_Deleted)
+		elog(ERROR, "unexpected result %d writing high-water mark of resource \"%s\"",
+			 (int) result, m->resource);
+	if (IsolationUsesXactSnapshot())
+		marks_serialization_failure(m);
+}
+
+/*
  * marks_claim
  *		Create, raise or lock the mark of m's resource for token.
  *
@@ -396,108 +614,106 @@ marks_token_of(MarksRel *m, HeapTuple tuple)
  * locked by this transaction; false when the mark is above token (or
  * equal, in strict mode), with *mark set and the row still locked.
  * *written says whether this transaction set the mark it found or made.
+ *
+ * One loop, as execReplication.c's RelationFindReplTupleByIndex: look
+ * (waiting for writers in progress), act on what was found, and look
+ * again if the row changed in between.
  */
 static bool
 marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 			bool *written)
 {
-	bool		insert_locked = false;
 	LOCKTAG		insert_tag;
+	bool		insert_locked = false;
+	HeapTuple	tuple;
+	TM_Result	result;
 
 	for (;;)
 	{
-		HeapTuple	tuple;
-		TM_Result	result;
-		TM_FailureData tmfd;
-
 		if (!marks_find(m, &tuple))
 		{
-			if (!insert_locked)
-			{
-				uint64		h = hash_bytes_extended((const unsigned char *) m->resource,
-													strlen(m->resource), 0);
-
-				SET_LOCKTAG_ADVISORY(insert_tag, MyDatabaseId, (uint32) (h >> 32),
-									 (uint32) h, MARK_INSERT_LOCK_FIELD4);
-				(void) LockAcquire(&insert_tag, ExclusiveLock, false, false);
-				insert_locked = true;
-				continue;		/* look again, now that no one else can insert */
-			}
-			tuple = marks_form(m, token);
-			heap_insert(m->heap, tuple, GetCurrentCommandId(true), 0, NULL);
-			marks_index_insert(m, tuple, false);
-
-			/*
-			 * From here on a second inserter's dirty look finds our row and
-			 * waits for our transaction, so the lock has done its work.  Held
-			 * to the end, one lock per new resource would exhaust the lock
-			 * table in a bulk load.
-			 */
-			LockRelease(&insert_tag, ExclusiveLock, false);
+			/* No mark yet: lock out other first inserters, and look again. */
+			if (marks_insert_lock(m, &insert_tag, &insert_locked))
+				continue;
+			marks_insert(m, token);
+			marks_insert_unlock(&insert_tag, &insert_locked);
 			*mark = token;
+			*written = true;
 			break;
 		}
-		if (insert_locked)
-		{
-			LockRelease(&insert_tag, ExclusiveLock, false);
-			insert_locked = false;
-		}
+		marks_insert_unlock(&insert_tag, &insert_locked);
 
 		*mark = marks_token_of(m, tuple);
-
 		if (*mark < token)
 		{
-			HeapTuple	newtuple = marks_form(m, token);
-			LockTupleMode lockmode;
-
-			result = heap_update(m->heap, &tuple->t_self, newtuple,
-								 GetCurrentCommandId(true), InvalidSnapshot,
-								 true, &tmfd, &lockmode);
+			result = marks_raise(m, tuple, token);
 			if (result == TM_Ok)
 			{
-				if (!HeapTupleIsHeapOnly(newtuple))
-					marks_index_insert(m, newtuple, true);
 				*mark = token;
+				*written = true;
 				break;
 			}
 		}
 		else
 		{
-			Buffer		buffer;
-			HeapTupleData locked;
-
-			locked.t_self = tuple->t_self;
-			result = heap_lock_tuple(m->heap, &locked, GetCurrentCommandId(true),
-									 LockTupleNoKeyExclusive, LockWaitBlock,
-									 false, &buffer, &tmfd);
-			if (BufferIsValid(buffer))
-				ReleaseBuffer(buffer);
+			result = marks_lock(m, tuple);
 			if (result == TM_Ok)
 			{
-				/*
-				 * In strict mode an equal mark fences out every other
-				 * holder of that token, but not the transaction that set
-				 * it, which may write many rows with it.
-				 */
-				CommandCounterIncrement();
 				*written = marks_written_here(tuple);
-				return *mark == token &&
-					(mode != CLAIM_CHECK_STRICT || *written);
+				break;
 			}
 		}
-
-		/* Someone moved or deleted the mark between our look and our lock. */
-		if (result != TM_Updated && result != TM_Deleted)
-			elog(ERROR, "unexpected result %d writing high-water mark of resource \"%s\"",
-				 (int) result, m->resource);
-		if (IsolationUsesXactSnapshot())
-			marks_serialization_failure(m);
+		marks_before_retry(m, result);
 	}
 
-	/* Later lookups in this transaction must see what we wrote. */
+	/* Later lookups in this transaction must see what we wrote or locked. */
 	CommandCounterIncrement();
-	*written = true;
-	return true;
+
+	/*
+	 * In strict mode an equal mark fences out every other holder of that
+	 * token, but not the transaction that set it, which may write many
+	 * rows with it.
+	 */
+	return *mark == token && (mode != CLAIM_CHECK_STRICT || *written);
+}
+
+/*
+ * marks_report_stale
+ *		Reject a write of token because the mark is above it (or equal to
+ *		it, under a strict trigger).
+ *
+ * resource names the resource of a resource-scope mark; in row scope it
+ * is NULL, and the mark is the row's own token in table, checked by
+ * trigger.
+ */
+void
+marks_report_stale(const char *resource, const char *table,
+				   const char *trigger, FenceToken token, FenceToken mark)
+{
+	char		offered[FENCE_TOKEN_TEXT_LEN];
+	char		current[FENCE_TOKEN_TEXT_LEN];
+
+	fence_token_to_cstring(token, offered);
+	fence_token_to_cstring(mark, current);
+	if (resource == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_STALE_TOKEN),
+				 errmsg("stale fence token for a row of table \"%s\"", table),
+				 token == mark ?
+				 errdetail("Token %s is not above the row's token %s, and trigger \"%s\" requires strictly increasing tokens.",
+						   offered, current, trigger) :
+				 errdetail("Token %s is below the row's token %s.",
+						   offered, current),
+				 errhint("A newer lock holder has written this row; acquire the lock again for a new token.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_STALE_TOKEN),
+			 errmsg("stale fence token for resource \"%s\"", resource),
+			 token == mark ?
+			 errdetail("Token %s is not above the current mark %s, and this table requires strictly increasing tokens.",
+					   offered, current) :
+			 errdetail("Token %s is below the current mark %s.",
+					   offered, current),
+			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token.")));
 }
 
 /*
@@ -510,7 +726,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
  * too.
  */
 void
-marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
+marks_check(const char *resource, FenceToken token, bool strict)
 {
 	uint32		hash = checked_hash(resource);
 	CheckedSlot *slot = checked_lookup(resource, hash);
@@ -529,33 +745,14 @@ marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
 	/* A temporary table is writable in a read-only transaction; marks are not. */
 	PreventCommandIfReadOnly("fence_guard()");
 
-	marks_open(&m, extnsp, resource, RowExclusiveLock);
+	marks_open(&m, resource, RowExclusiveLock);
 	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
 						   &mark, &written);
 	marks_close(&m);
 
-	if (accepted)
-	{
-		checked_remember(resource, hash, token, written);
-		return;
-	}
-
-	{
-		char		offered[FENCE_TOKEN_TEXT_LEN];
-		char		current[FENCE_TOKEN_TEXT_LEN];
-
-		fence_token_to_cstring(token, offered);
-		fence_token_to_cstring(mark, current);
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_STALE_TOKEN),
-				 errmsg("stale fence token for resource \"%s\"", resource),
-				 mark == token ?
-				 errdetail("Token %s is not above the current mark %s, and this table requires strictly increasing tokens.",
-						   offered, current) :
-				 errdetail("Token %s is below the current mark %s.",
-						   offered, current),
-				 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token.")));
-	}
+	if (!accepted)
+		marks_report_stale(resource, NULL, NULL, token, mark);
+	checked_remember(resource, hash, token, written);
 }
 
 /*
@@ -564,7 +761,7 @@ marks_check(Oid extnsp, const char *resource, FenceToken token, bool strict)
  *		lock; false if it has none.
  */
 bool
-marks_read(Oid extnsp, const char *resource, FenceToken *mark)
+marks_read(const char *resource, FenceToken *mark)
 {
 	MarksRel	m;
 	ScanKeyData skey;
@@ -572,7 +769,7 @@ marks_read(Oid extnsp, const char *resource, FenceToken *mark)
 	TupleTableSlot *slot;
 	bool		found;
 
-	marks_open(&m, extnsp, resource, AccessShareLock);
+	marks_open(&m, resource, AccessShareLock);
 	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m.key);
 	slot = table_slot_create(m.heap, NULL);
 	scan = index_beginscan(m.heap, m.index, GetActiveSnapshot(), 1, 0);
@@ -597,10 +794,9 @@ marks_read(Oid extnsp, const char *resource, FenceToken *mark)
 Datum
 fence_mark(PG_FUNCTION_ARGS)
 {
-	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	FenceToken	mark;
 
-	if (!marks_read(extnsp, text_to_cstring(PG_GETARG_TEXT_PP(0)), &mark))
+	if (!marks_read(text_to_cstring(PG_GETARG_TEXT_PP(0)), &mark))
 		PG_RETURN_NULL();
 	PG_RETURN_FENCE_TOKEN(mark);
 }
@@ -622,7 +818,6 @@ marks_prevent_readonly(const char *cmdname)
 Datum
 fence_advance(PG_FUNCTION_ARGS)
 {
-	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	char	   *resource;
 	FenceToken	mark;
 	bool		written;
@@ -634,8 +829,9 @@ fence_advance(PG_FUNCTION_ARGS)
 				 errmsg("resource and token must not be null")));
 	marks_prevent_readonly("fence_advance()");
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	resource_name_check(resource, strlen(resource));
 
-	marks_open(&m, extnsp, resource, RowExclusiveLock);
+	marks_open(&m, resource, RowExclusiveLock);
 	(void) marks_claim(&m, PG_GETARG_FENCE_TOKEN(1), CLAIM_ADVANCE, &mark,
 					   &written);
 	marks_close(&m);
@@ -652,7 +848,6 @@ fence_advance(PG_FUNCTION_ARGS)
 Datum
 fence_forget(PG_FUNCTION_ARGS)
 {
-	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	char	   *resource;
 	MarksRel	m;
 	HeapTuple	tuple;
@@ -665,7 +860,7 @@ fence_forget(PG_FUNCTION_ARGS)
 	marks_prevent_readonly("fence_forget()");
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
-	marks_open(&m, extnsp, resource, RowExclusiveLock);
+	marks_open(&m, resource, RowExclusiveLock);
 	for (;;)
 	{
 		TM_Result	result;
@@ -705,7 +900,7 @@ fence_forget(PG_FUNCTION_ARGS)
  * them is returned, as a floor can only err on the high side.
  */
 bool
-marks_read_newest(Oid extnsp, const char *resource, FenceToken *mark)
+marks_read_newest(const char *resource, FenceToken *mark)
 {
 	MarksRel	m;
 	SnapshotData dirty;
@@ -714,7 +909,7 @@ marks_read_newest(Oid extnsp, const char *resource, FenceToken *mark)
 	TupleTableSlot *slot;
 	bool		found = false;
 
-	marks_open(&m, extnsp, resource, AccessShareLock);
+	marks_open(&m, resource, AccessShareLock);
 	InitDirtySnapshot(dirty);
 	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m.key);
 	slot = table_slot_create(m.heap, NULL);

@@ -13,13 +13,13 @@
 
 #include "fence_token.h"
 
-
 extern void marks_init(void);
 extern void marks_at_xact_end(void);
-extern void marks_check(Oid extnsp, const char *resource, FenceToken token,
-						bool strict);
-extern bool marks_read(Oid extnsp, const char *resource, FenceToken *mark);
-extern bool marks_read_newest(Oid extnsp, const char *resource,
-							  FenceToken *mark);
+extern void marks_check(const char *resource, FenceToken token, bool strict);
+extern void marks_report_stale(const char *resource, const char *table,
+							   const char *trigger, FenceToken token,
+							   FenceToken mark) pg_attribute_noreturn();
+extern bool marks_read(const char *resource, FenceToken *mark);
+extern bool marks_read_newest(const char *resource, FenceToken *mark);
 
 #endif							/* MARKS_H */

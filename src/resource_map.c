@@ -17,6 +17,13 @@
 #include "common/hashfn.h"
 #include "resource_map.h"
 
+struct ResourceMap
+{
+	HTAB	   *htab;
+	MemoryContext cxt;			/* holds the table and the names */
+	Size		entrysize;
+};
+
 static uint32
 resource_map_hash(const void *key, Size keysize)
 {
@@ -126,4 +133,47 @@ resource_map_destroy(ResourceMap *map)
 		pfree(entry->resource);
 	hash_destroy(map->htab);
 	pfree(map);
+}
+
+/*
+ * resource_map_count
+ *		The number of entries in the map.
+ */
+long
+resource_map_count(ResourceMap *map)
+{
+	return hash_get_num_entries(map->htab);
+}
+
+/*
+ * resource_map_context
+ *		The memory context that holds the map, for memory its entries point
+ *		to and that must live as long.
+ */
+MemoryContext
+resource_map_context(ResourceMap *map)
+{
+	return map->cxt;
+}
+
+/*
+ * resource_map_iterate
+ *		Start a walk over the map's entries.  The walk may remove the entry
+ *		it is at, and no other; it must run to the end, when
+ *		resource_map_next returns NULL.
+ */
+void
+resource_map_iterate(ResourceMap *map, ResourceMapIterator *iter)
+{
+	hash_seq_init(&iter->status, map->htab);
+}
+
+/*
+ * resource_map_next
+ *		The next entry of the walk, or NULL at its end.
+ */
+void *
+resource_map_next(ResourceMapIterator *iter)
+{
+	return hash_seq_search(&iter->status);
 }

@@ -23,12 +23,13 @@ typedef struct ResourceMapKey
 	char	   *resource;		/* owned by the map's memory context */
 } ResourceMapKey;
 
-typedef struct ResourceMap
+typedef struct ResourceMap ResourceMap;
+
+/* A walk over a map's entries, in no particular order. */
+typedef struct ResourceMapIterator
 {
-	HTAB	   *htab;
-	MemoryContext cxt;			/* holds the table and the names */
-	Size		entrysize;
-} ResourceMap;
+	HASH_SEQ_STATUS status;
+} ResourceMapIterator;
 
 extern ResourceMap *resource_map_create(const char *name, Size entrysize,
 										MemoryContext cxt);
@@ -37,5 +38,9 @@ extern void *resource_map_enter(ResourceMap *map, const char *resource,
 								bool *found);
 extern void resource_map_remove(ResourceMap *map, const char *resource);
 extern void resource_map_destroy(ResourceMap *map);
+extern long resource_map_count(ResourceMap *map);
+extern MemoryContext resource_map_context(ResourceMap *map);
+extern void resource_map_iterate(ResourceMap *map, ResourceMapIterator *iter);
+extern void *resource_map_next(ResourceMapIterator *iter);
 
 #endif							/* RESOURCE_MAP_H */

@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * guard_config.c
+ *	  The parsed arguments of a fence_guard() trigger, cached per trigger.
+ *
+ * Argument 1 names the token column, argument 2 is the resource template
+ * (absent or empty for row scope), and further arguments are options.
+ * They are parsed and checked against the table once per trigger; a
+ * relcache invalidation of the table marks its configurations stale, and
+ * the next lookup parses them again.
+ *
+ * IDENTIFICATION
+ *	  src/guard_config.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "guard_config.h"
+#include "lib/stringinfo.h"
+#include "resource_name.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+static HTAB *guard_configs = NULL;
+static GuardConfig *last_config = NULL; /* an entry of guard_configs */
+
+/*
+ * Configurations made stale by DDL, and the memory of those replaced.
+ * Invalidations arrive whenever a lock is taken, which can be in the
+ * middle of a trigger call still using the configuration, so stale ones
+ * are only marked here and replaced at the next lookup; the memory of a
+ * replaced one is kept until the end of the transaction.
+ */
+static MemoryContext retired_configs_cxt = NULL;
+
+/* Mark stale the configurations of triggers on relid (on all, if invalid). */
+static void
+guard_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	GuardConfig *config;
+
+	if (guard_configs == NULL)
+		return;
+	hash_seq_init(&status, guard_configs);
+	while ((config = hash_seq_search(&status)) != NULL)
+	{
+		if (relid == InvalidOid || config->relid == relid)
+			config->valid = false;
+	}
+}
+
+/*
+ * guard_config_at_xact_end
+ *		Free replaced configurations; called when a transaction ends,
+ *		whichever way.
+ */
+void
+guard_config_at_xact_end(void)
+{
+	if (retired_configs_cxt != NULL)
+		MemoryContextReset(retired_configs_cxt);
+}
+
+/*
+ * guard_config_init
+ *		Register the cache invalidation; called from _PG_init.
+ */
+void
+guard_config_init(void)
+{
+	CacheRegisterRelcacheCallback(guard_relcache_callback, (Datum) 0);
+}
+
+/*
+ * Look up a column named in the trigger's arguments, refusing system ones;
+ * is_token says which argument named it, for the message.
+ */
+static AttrNumber
+guard_column(Trigger *trigger, Relation rel, const char *name, bool is_token)
+{
+	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
+
+	if (attnum == SPI_ERROR_NOATTRIBUTE || attnum <= 0)
+	{
+		if (is_token)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("token column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
+							name, trigger->tgname,
+							RelationGetRelationName(rel))));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("resource column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
+						name, trigger->tgname, RelationGetRelationName(rel))));
+	}
+	return (AttrNumber) attnum;
+}
+
+/*
+ * Whether a type's text form is the same in every session.  A resource
+ * name built from a timestamptz (TimeZone, DateStyle), a date, a float
+ * (extra_float_digits), a bytea (bytea_output) or a money (lc_monetary)
+ * would differ between sessions, and each spelling would have a mark of
+ * its own: a stale writer could escape the mark by changing a setting.
+ */
+static bool
+guard_type_is_stable(Oid typid, Oid extnsp)
+{
+	typid = getBaseType(typid);
+	switch (typid)
+	{
+		case BOOLOID:
+		case CHAROID:
+		case NAMEOID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case TEXTOID:
+		case BPCHAROID:
+		case VARCHAROID:
+		case NUMERICOID:
+		case UUIDOID:
+			return true;
+		default:
+			break;
+	}
+	if (type_is_enum(typid))
+		return true;
+	return typid == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+									CStringGetDatum("fence_token"),
+									ObjectIdGetDatum(extnsp));
+}
+
+/* Parse argument 2, the resource template, into config->parts. */
+static void
+guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
+					 const char *template)
+{
+	StringInfoData literal;
+	const char *p = template;
+	int			maxparts = 4;
+
+	config->parts = MemoryContextAlloc(config->cxt,
+									   maxparts * sizeof(TemplatePart));
+	initStringInfo(&literal);
+
+	for (;;)
+	{
+		bool		flush = *p == '\0' || (*p == '{' && p[1] != '{');
+
+		if (flush && literal.len > 0)
+		{
+			if (config->nparts == maxparts)
+			{
+				maxparts *= 2;
+				config->parts = repalloc(config->parts,
+										 maxparts * sizeof(TemplatePart));
+			}
+			config->parts[config->nparts].literal =
+				MemoryContextStrdup(config->cxt, literal.data);
+			config->nparts++;
+			resetStringInfo(&literal);
+		}
+		if (*p == '\0')
+			break;
+
+		if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}'))
+		{
+			appendStringInfoChar(&literal, *p);
+			p += 2;
+		}
+		else if (*p == '}')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid resource template \"%s\" for trigger \"%s\"",
+							template, trigger->tgname),
+					 errdetail("A \"}\" outside a placeholder must be doubled.")));
+		else if (*p == '{')
+		{
+			const char *end = strchr(p + 1, '}');
+			char	   *name;
+			TemplatePart *part;
+			Oid			typid;
+			Oid			collation;
+			Oid			typoutput;
+			bool		typisvarlena;
+
+			if (end == NULL || end == p + 1 || memchr(p + 1, '{', end - p - 1))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid resource template \"%s\" for trigger \"%s\"",
+								template, trigger->tgname),
+						 errdetail("A placeholder is \"{\", a column name and \"}\"; write \"{{\" for a literal brace.")));
+			name = pnstrdup(p + 1, end - p - 1);
+
+			if (config->nparts == maxparts)
+			{
+				maxparts *= 2;
+				config->parts = repalloc(config->parts,
+										 maxparts * sizeof(TemplatePart));
+			}
+			part = &config->parts[config->nparts++];
+			part->literal = NULL;
+			part->attnum = guard_column(trigger, rel, name, false);
+			if (part->attnum == config->token_attnum)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("resource template of trigger \"%s\" must not name the token column \"%s\"",
+								trigger->tgname, name)));
+			typid = TupleDescAttr(RelationGetDescr(rel), part->attnum - 1)->atttypid;
+			if (!guard_type_is_stable(typid, config->extnsp))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("resource column \"%s\" of trigger \"%s\" has type %s, whose text depends on session settings",
+								name, trigger->tgname, format_type_be(typid)),
+						 errdetail("The same row would name different resources in sessions with different settings."),
+						 errhint("Use a column of an integer, numeric, text, uuid, boolean or enum type, for example a generated column.")));
+			collation = TupleDescAttr(RelationGetDescr(rel), part->attnum - 1)->attcollation;
+			if (OidIsValid(collation) && !get_collation_isdeterministic(collation))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("resource column \"%s\" of trigger \"%s\" has a nondeterministic collation",
+								name, trigger->tgname),
+						 errdetail("Values equal under it are spelt differently, and each spelling would have a mark of its own.")));
+			part->basetype = getBaseType(typid);
+			getTypeOutputInfo(typid, &typoutput, &typisvarlena);
+			fmgr_info_cxt(typoutput, &part->output, config->cxt);
+			p = end + 1;
+		}
+		else
+			appendStringInfoChar(&literal, *p++);
+	}
+}
+
+/*
+ * guard_config
+ *		The configuration of trigger on rel: its arguments parsed and
+ *		validated against the table, cached until DDL invalidates them.
+ */
+GuardConfig *
+guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
+{
+	GuardConfig *config;
+	bool		found;
+	Oid			token_type;
+	int			i;
+
+	if (guard_configs == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(GuardConfig);
+		ctl.hcxt = CacheMemoryContext;
+		guard_configs = hash_create("fence_guard configurations", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+
+	/* Rows of a statement come one trigger at a time: try the last one. */
+	if (last_config != NULL && last_config->tgoid == trigger->tgoid &&
+		last_config->valid)
+		return last_config;
+
+	config = hash_search(guard_configs, &trigger->tgoid, HASH_FIND, NULL);
+	if (config != NULL && config->valid)
+		return last_config = config;
+
+	if (trigger->tgnargs < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" must name its token column",
+						trigger->tgname),
+				 errhint("Use fence_guard('token_column') or fence_guard('token_column', 'resource template').")));
+
+	/*
+	 * Build in a private context that becomes the entry's only when the
+	 * arguments are all valid, so an error leaves nothing half-made.
+	 */
+	{
+		GuardConfig draft;
+		MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+												  "fence_guard configuration",
+												  ALLOCSET_SMALL_SIZES);
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		memset(&draft, 0, sizeof(draft));
+		draft.tgoid = trigger->tgoid;
+		draft.relid = RelationGetRelid(rel);
+		draft.extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+		draft.cxt = cxt;
+
+		draft.token_attnum = guard_column(trigger, rel, trigger->tgargs[0],
+										  true);
+		token_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+									 CStringGetDatum("fence_token"),
+									 ObjectIdGetDatum(draft.extnsp));
+		if (TupleDescAttr(RelationGetDescr(rel),
+						  draft.token_attnum - 1)->atttypid != token_type)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("token column \"%s\" of trigger \"%s\" is not of type fence_token",
+							trigger->tgargs[0], trigger->tgname)));
+
+		if (trigger->tgnargs >= 2 && trigger->tgargs[1][0] != '\0')
+			guard_parse_template(&draft, trigger, rel, trigger->tgargs[1]);
+
+		/* A template without placeholders is the name of every row's resource. */
+		if (draft.nparts == 1 && draft.parts[0].literal != NULL)
+			resource_name_check(draft.parts[0].literal,
+								strlen(draft.parts[0].literal));
+
+		for (i = 2; i < trigger->tgnargs; i++)
+		{
+			if (strcmp(trigger->tgargs[i], "strict") == 0)
+				draft.strict = true;
+			else
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unrecognized option \"%s\" for trigger \"%s\"",
+								trigger->tgargs[i], trigger->tgname),
+						 errhint("The only option is \"strict\".")));
+		}
+
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextSetParent(cxt, CacheMemoryContext);
+		draft.valid = true;
+
+		/*
+		 * Replace a stale entry in place: dynahash never moves an entry,
+		 * so a caller further up the stack holding it sees the new one.
+		 */
+		config = hash_search(guard_configs, &trigger->tgoid, HASH_ENTER, &found);
+		if (found)
+		{
+			if (retired_configs_cxt == NULL)
+				retired_configs_cxt = AllocSetContextCreate(TopMemoryContext,
+															"fence_guard retired configurations",
+															ALLOCSET_SMALL_SIZES);
+			MemoryContextSetParent(config->cxt, retired_configs_cxt);
+		}
+		*config = draft;
+	}
+	return last_config = config;
+}
