@@ -133,7 +133,11 @@ start_replica || exit 1
 sess a "SELECT fenced_acquire('$r');"
 write a "$r"
 sess a "SELECT fenced_release('$r');"
-rcli WAIT 1 2000 >/dev/null
+want=$(rcli GET "fencing:v1:{r:$r}:token")
+for _ in $(seq 100); do
+	[ "$(redis-cli -p "$REPLICA_PORT" GET "fencing:v1:{r:$r}:token")" = "$want" ] && break
+	sleep 0.05
+done
 expect "(d) the replica has the first grant" \
 	"$(redis-cli -p "$REPLICA_PORT" GET "fencing:v1:{r:$r}:token")" "$(rcli GET "fencing:v1:{r:$r}:token")"
 redis-cli -p "$REPLICA_PORT" REPLICAOF NO ONE >/dev/null
