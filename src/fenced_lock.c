@@ -357,6 +357,9 @@ static ResourceMap *leases = NULL;
 static long leases_prune_at = FENCED_PRUNE_THRESHOLD;
 static int	leases_unknown = 0; /* entries with maybe-owners */
 
+/* Whether fenced_acquire's current attempt has been handed to Redis. */
+static bool attempt_sent = false;
+
 static RedisScript acquire_script = {"fencing acquire script", FENCED_ACQUIRE_LUA, ""};
 static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
 static RedisScript release_script = {"fencing release script", FENCED_RELEASE_LUA, ""};
@@ -770,11 +773,12 @@ fenced_backoff(int step, long long pttl, long remaining)
  *		Whether the acquire script may have run in Redis although the call
  *		failed with edata.
  *
- * Not when Redis answered with an error (the script took no lock under
- * our owner), nor when the command was never sent: no connection (which
- * the connection module reports as "could not connect ..."), an unusable
- * password file.  Anything else -- a timeout, a lost connection, a
- * protocol error, a cancel -- may have come after the script ran.
+ * Called for an attempt handed to the connection module.  Not when Redis
+ * answered with an error (the script took no lock under our owner), nor
+ * when the command was never sent: no connection (which the connection
+ * module reports as "could not connect ..."), an unusable password file.
+ * Anything else -- a timeout, a lost connection, a protocol error, a
+ * cancel -- may have come after the script ran.
  */
 static bool
 fenced_may_have_run(const ErrorData *edata)
@@ -847,6 +851,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	for (i = 0; lease != NULL && i < lease->nmaybe; i++)
 		args[nargs++] = lease->maybe[i];
 
+	attempt_sent = true;
 	reply = redis_eval(&acquire_script, 2, keys, nargs, args);
 	e = reply->elements;
 	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 2 ||
@@ -858,6 +863,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 		if (e[1]->type != REDIS_VALUE_INTEGER)
 			redis_conn_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
 		*pttl = e[1]->integer;
+		attempt_sent = false;	/* answered: it took nothing */
 		return false;
 	}
 
@@ -926,6 +932,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 
 	fenced_make_owner(owner);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	attempt_sent = false;
 	PG_TRY();
 	{
 		long long	pttl;
@@ -956,7 +963,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 		 * resource to take over.  Nothing is kept for one that did not.
 		 */
 		MemoryContextSwitchTo(ecxt);
-		if (fenced_may_have_run(edata))
+		if (attempt_sent && fenced_may_have_run(edata))
 			lease_remember_unknown(resource, owner, ttl_ms);
 		FreeErrorData(edata);
 		PG_RE_THROW();
