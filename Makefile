@@ -22,6 +22,7 @@ OBJS = \
 	src/redis_conn.o \
 	src/resource_name.o \
 	src/resource_map.o \
+	src/stats.o \
 	src/token_parse.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -153,3 +153,38 @@ REVOKE ALL ON FUNCTION @extschema@.fence_forget_idle(interval, text) FROM PUBLIC
 COMMENT ON FUNCTION @extschema@.fence_forget_idle(interval, text) IS 'delete the marks that have not moved for longer than a grace period (optionally only resources LIKE a pattern), skipping any a running transaction holds; returns how many';
 
 COMMENT ON VIEW @extschema@.fence_marks IS 'high-water mark of every resource, and when it was last raised or (to within a minute) written at its token';
+
+-- statistics
+
+-- What the guard trigger did, per guarded table, in the shape of
+-- pg_stat_user_tables: cluster-wide when the library is in
+-- shared_preload_libraries, else this backend's own (fence_stat_info says
+-- which).
+CREATE FUNCTION @extschema@.fence_stat_tables_data(OUT relid oid, OUT checked bigint,
+		OUT accepted bigint, OUT rejected_stale bigint, OUT rejected_no_token bigint,
+		OUT marks_raised bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+CREATE FUNCTION @extschema@.fence_stat_info_data(OUT mode text, OUT capacity integer,
+		OUT tables integer, OUT stats_reset timestamptz)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+CREATE FUNCTION @extschema@.fence_stat_reset() RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.fence_stat_reset() FROM PUBLIC;
+
+CREATE VIEW @extschema@.fence_stat_tables AS
+	SELECT NULLIF(s.relid, 0::pg_catalog.oid)::pg_catalog.regclass AS table_name,
+		s.checked, s.accepted, s.rejected_stale, s.rejected_no_token, s.marks_raised
+	FROM @extschema@.fence_stat_tables_data() AS s;
+GRANT SELECT ON @extschema@.fence_stat_tables TO PUBLIC;
+CREATE VIEW @extschema@.fence_stat_info AS
+	SELECT i.mode, i.capacity, i.tables, i.stats_reset
+	FROM @extschema@.fence_stat_info_data() AS i;
+GRANT SELECT ON @extschema@.fence_stat_info TO PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_stat_tables_data() IS 'counters of the guard trigger per guarded table (see fence_stat_tables)';
+COMMENT ON FUNCTION @extschema@.fence_stat_info_data() IS 'where the counters are kept and when they were reset (see fence_stat_info)';
+COMMENT ON FUNCTION @extschema@.fence_stat_reset() IS 'set the counters of fence_stat_tables back to zero';
+COMMENT ON VIEW @extschema@.fence_stat_tables IS 'per guarded table: rows checked, accepted, rejected with a stale token, rejected without a token, and marks raised';
+COMMENT ON VIEW @extschema@.fence_stat_info IS 'whether the counters are cluster-wide (shared) or this backend''s, the shared table''s capacity and use, and the last reset';
