@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# test/scripts/stats.sh: with the library in shared_preload_libraries, the
+# guard's counters are cluster-wide, in shared memory.
+#
+# Starts a throwaway cluster preloading fencing, writes known accepts and
+# rejects in some sessions and reads the counters from others, checks that
+# each database sees its own tables, that the shared table's 1000 entries
+# fill up into one overflow row, and that only a granted role may reset.
+#
+# Prints one "ok - ..." or "not ok - ..." line per assertion and exits
+# non-zero if any failed.
+#
+#   bash test/scripts/stats.sh
+set -euo pipefail
+
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+
+harness_start_pg "shared_preload_libraries = 'fencing'"
+
+failed=0
+ok() { printf 'ok - %s\n' "$1"; }
+not_ok() {
+	printf 'not ok - %s\n' "$1"
+	failed=$((failed + 1))
+}
+expect_eq() {
+	local desc=$1 want=$2 got=$3
+	if [ "$want" = "$got" ]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
+	fi
+}
+sql() {
+	local db=$1
+	shift
+	psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"
+}
+# Run a statement that may fail; its error is not shown.
+try() {
+	psql -X -q -A -t -d "$1" -c "$2" >/dev/null 2>&1 || true
+}
+
+sql postgres -c 'CREATE DATABASE one' -c 'CREATE DATABASE two' -c 'CREATE ROLE stats_reader'
+for db in one two; do
+	sql "$db" >/dev/null <<'EOF'
+CREATE EXTENSION fencing;
+CREATE TABLE items (order_id int, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{order_id}');
+EOF
+done
+
+expect_eq "fence_stat_info: shared, room for 1000 tables, none yet" "shared|1000|0" \
+	"$(sql one -c 'SELECT mode, capacity, tables FROM fence_stat_info')"
+
+harness_log "accepts and rejects in several sessions, read from others"
+sql one -c 'INSERT INTO items VALUES (1, 5), (1, 5), (2, 7)'
+try one "INSERT INTO items VALUES (1, 4)"
+try one "INSERT INTO items VALUES (1, 3)"
+try one "UPDATE items SET order_id = 1 WHERE order_id = 2"
+sql one -c 'INSERT INTO items VALUES (1, 6)'
+sql two -c 'INSERT INTO items VALUES (1, 1)'
+try two "INSERT INTO items VALUES (1, 0)"
+# counted at the end of each transaction: an open one shows nothing yet
+sql one -c 'BEGIN' -c 'INSERT INTO items VALUES (3, 1)' \
+	-c "\\! psql -X -q -A -t -d one -c 'SELECT checked FROM fence_stat_tables' >$PGHOST/during" -c 'COMMIT'
+
+expect_eq "a transaction's counts are not shown before it ends" "7" "$(cat "$PGHOST/during")"
+expect_eq "database one: checked, accepted, rejected stale, without token, marks raised" \
+	"items|8|5|2|1|4" \
+	"$(sql one -c 'SELECT table_name, checked, accepted, rejected_stale, rejected_no_token, marks_raised FROM fence_stat_tables')"
+expect_eq "database two sees its own table only" "items|2|1|1|0|1" \
+	"$(sql two -c 'SELECT table_name, checked, accepted, rejected_stale, rejected_no_token, marks_raised FROM fence_stat_tables')"
+expect_eq "fence_stat_info counts the tables of every database" "2" \
+	"$(sql two -c 'SELECT tables FROM fence_stat_info')"
+
+harness_log "reset"
+expect_eq "a role without the grant cannot reset" "f" \
+	"$(sql one -c "SELECT has_function_privilege('stats_reader', 'fence_stat_reset()', 'EXECUTE')")"
+before=$(sql one -c 'SELECT stats_reset FROM fence_stat_info')
+sql one -c 'SELECT fence_stat_reset()' >/dev/null
+expect_eq "a reset empties the counters of every database" "0,0,0" \
+	"$(sql one -c 'SELECT count(*) FROM fence_stat_tables'),$(sql two -c 'SELECT count(*) FROM fence_stat_tables'),$(sql one -c 'SELECT tables FROM fence_stat_info')"
+expect_eq "and moves stats_reset" "t" \
+	"$(sql one -c "SELECT stats_reset > '$before' FROM fence_stat_info")"
+
+harness_log "1005 guarded tables: the shared table fills"
+sql one >/dev/null <<'EOF'
+DO $$
+BEGIN
+	FOR i IN 1..1005 LOOP
+		EXECUTE format('CREATE TABLE many_%s (tok fence_token)', i);
+		EXECUTE format('CREATE TRIGGER fence BEFORE INSERT ON many_%s
+			FOR EACH ROW EXECUTE FUNCTION fence_guard(''tok'', ''many'')', i);
+	END LOOP;
+END $$;
+EOF
+sql one >/dev/null <<'EOF'
+DO $$
+BEGIN
+	FOR i IN 1..1005 LOOP
+		EXECUTE format('INSERT INTO many_%s VALUES (1)', i);
+	END LOOP;
+END $$;
+EOF
+expect_eq "fence_stat_info: 1000 tables of 1000" "1000|1000" \
+	"$(sql one -c 'SELECT tables, capacity FROM fence_stat_info')"
+expect_eq "1000 tables counted one row each, the 5 others together in the row without a table" \
+	"1000|1000|5" \
+	"$(sql one -c 'SELECT count(table_name), sum(checked) FILTER (WHERE table_name IS NOT NULL),
+		sum(checked) FILTER (WHERE table_name IS NULL) FROM fence_stat_tables')"
+
+[ "$failed" -eq 0 ]
