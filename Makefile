@@ -12,6 +12,8 @@ MODULE_big = fencing
 PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
+	src/attach.o \
+	src/ddl_guard.o \
 	src/declared.o \
 	src/fence_guard.o \
 	src/fence_token.o \
@@ -20,6 +22,7 @@ OBJS = \
 	src/guard_config.o \
 	src/marks.o \
 	src/redis_conn.o \
+	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \
 	src/stats.o \
