@@ -463,7 +463,7 @@ fence_guard(PG_FUNCTION_ARGS)
 	stats_row_start(RelationGetRelid(trigdata->tg_relation));
 
 	if (replica_applying())
-		return PointerGetDatum(guard_replicated(trigdata, config));
+		return stats_row_accepted(PointerGetDatum(guard_replicated(trigdata, config)));
 	if (config->nparts == 0)
 		return stats_row_accepted(PointerGetDatum(guard_row_scope(trigdata, config)));
 	return stats_row_accepted(PointerGetDatum(guard_resource_scope(trigdata, config)));
