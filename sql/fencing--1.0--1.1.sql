@@ -185,9 +185,27 @@ GRANT SELECT ON @extschema@.fence_stat_info TO PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.fence_stat_tables_data() IS 'counters of the guard trigger per guarded table (see fence_stat_tables)';
 COMMENT ON FUNCTION @extschema@.fence_stat_info_data() IS 'where the counters are kept and when they were reset (see fence_stat_info)';
-COMMENT ON FUNCTION @extschema@.fence_stat_reset() IS 'set the counters of fence_stat_tables back to zero';
+COMMENT ON FUNCTION @extschema@.fence_stat_reset() IS 'set the counters of fence_stat_tables and fence_stat_redis back to zero';
 COMMENT ON VIEW @extschema@.fence_stat_tables IS 'per guarded table: rows checked, accepted, rejected with a stale token, rejected without a token, and marks raised';
 COMMENT ON VIEW @extschema@.fence_stat_info IS 'whether the counters are cluster-wide (shared) or this backend''s, the shared table''s capacity and use, and the last reset';
+
+-- The Redis functions' counters, one row.
+CREATE FUNCTION @extschema@.fence_stat_redis_data(OUT acquired bigint, OUT busy bigint,
+		OUT repairs bigint, OUT connects bigint, OUT errors_unavailable bigint,
+		OUT errors_busy bigint, OUT errors_cluster_changing bigint,
+		OUT errors_refused bigint, OUT errors_protocol bigint,
+		OUT errors_not_replicated bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+CREATE VIEW @extschema@.fence_stat_redis AS
+	SELECT r.acquired, r.busy, r.repairs, r.connects, r.errors_unavailable, r.errors_busy,
+		r.errors_cluster_changing, r.errors_refused, r.errors_protocol,
+		r.errors_not_replicated
+	FROM @extschema@.fence_stat_redis_data() AS r;
+GRANT SELECT ON @extschema@.fence_stat_redis TO PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_stat_redis_data() IS 'counters of the Redis functions (see fence_stat_redis)';
+COMMENT ON VIEW @extschema@.fence_stat_redis IS 'locks taken and given up as busy, token counters repaired, connections made, and errors by SQLSTATE (TF101 to TF106) of the Redis functions';
 
 -- DDL that would unfence a table
 --

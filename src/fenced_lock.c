@@ -61,6 +61,7 @@
 #include "pgstat.h"
 #include "redis_conn.h"
 #include "resource_map.h"
+#include "stats.h"
 #include "storage/latch.h"
 #include "token_parse.h"
 #include "utils/builtins.h"
@@ -659,6 +660,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 			(void) token_parse(e[3]->str, &previous);
 		fence_token_to_cstring((FenceToken) previous + 1, would);
 		fence_token_to_cstring(*token, issued);
+		stats_redis_count(STATS_REDIS_REPAIRED);
 		ereport(WARNING,
 				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
 						resource, would, floor),
@@ -729,6 +731,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 		{
 			lease_maybe_remove(lease, owner);
 			lease_forget_if_empty(lease);
+			stats_redis_count(STATS_REDIS_BUSY);
 			PG_RETURN_NULL();
 		}
 		fenced_backoff(step, pttl, remaining);
@@ -747,6 +750,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	lease->nmaybe = 0;
 	declared_set(resource, token, false);
 	leases_prune(now);
+	stats_redis_count(STATS_REDIS_ACQUIRED);
 
 	PG_RETURN_FENCE_TOKEN(token);
 #else

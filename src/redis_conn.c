@@ -61,6 +61,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "redis_conn.h"
+#include "stats.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -858,6 +859,7 @@ redis_connect(void)
 	}
 
 	conn_generation = settings_generation;
+	stats_redis_count(STATS_REDIS_CONNECTS);
 }
 
 /*

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * stats.c
- *	  Counters of what the guard trigger did, per guarded table, and the
- *	  functions behind the views fence_stat_tables and fence_stat_info.
+ *	  Counters of what the guard trigger did, per guarded table, and of
+ *	  what the Redis functions did; the functions behind the views
+ *	  fence_stat_tables, fence_stat_redis and fence_stat_info.
  *
  * When the library is in shared_preload_libraries, the counters are
  * cluster-wide, in shared memory: a hash table with room for
@@ -20,6 +21,13 @@
  * rejected write aborts it); the lock is taken exclusively only to create
  * an entry.  So the views show a transaction's counts once it has ended.
  *
+ * The Redis counters are counted at once (in shared memory, with an
+ * atomic addition: a Redis round trip costs far more).  Its errors are
+ * counted by SQLSTATE as they are reported, in emit_log_hook, as
+ * pg_stat_monitor counts errors: so an error a PL/pgSQL exception block
+ * catches, or one that log_min_messages keeps out of the server log, is
+ * not counted.
+ *
  * IDENTIFICATION
  *	  src/stats.c
  *
@@ -28,6 +36,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -63,6 +72,7 @@ typedef struct SharedStats
 {
 	LWLock	   *lock;			/* entry creation and reset */
 	TimestampTz reset_at;		/* under lock */
+	pg_atomic_uint64 redis[STATS_REDIS_NCOUNTERS];
 } SharedStats;
 
 /* Counts of one table: the statistics in local mode, pending in shared. */
@@ -74,6 +84,7 @@ typedef struct LocalStatsEntry
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static emit_log_hook_type prev_emit_log_hook = NULL;
 
 /* Set in shared mode, by the startup hook in the postmaster. */
 static SharedStats *shared = NULL;
@@ -81,6 +92,7 @@ static HTAB *shared_hash = NULL;
 
 static HTAB *local_hash = NULL;
 static TimestampTz local_reset_at = 0;
+static uint64 local_redis[STATS_REDIS_NCOUNTERS];
 
 /* The entry of the table whose row the guard is checking, if it is. */
 static LocalStatsEntry *current = NULL;
@@ -90,6 +102,7 @@ static bool in_row = false;
 static bool pending = false;
 
 PG_FUNCTION_INFO_V1(fence_stat_tables_data);
+PG_FUNCTION_INFO_V1(fence_stat_redis_data);
 PG_FUNCTION_INFO_V1(fence_stat_info_data);
 PG_FUNCTION_INFO_V1(fence_stat_reset);
 
@@ -133,8 +146,12 @@ stats_shmem_startup(void)
 	shared = ShmemInitStruct("fencing stats", sizeof(SharedStats), &found);
 	if (!found)
 	{
+		int			i;
+
 		shared->lock = &(GetNamedLWLockTranche(STATS_LOCK_TRANCHE))->lock;
 		shared->reset_at = GetCurrentTimestamp();
+		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
+			pg_atomic_init_u64(&shared->redis[i], 0);
 	}
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
@@ -159,14 +176,51 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		in_row = false;
 }
 
+/* Count the Redis functions' errors by SQLSTATE as they are reported. */
+static void
+stats_emit_log(ErrorData *edata)
+{
+	if (edata->elevel >= ERROR)
+	{
+		switch (edata->sqlerrcode)
+		{
+			case ERRCODE_FENCING_REDIS_UNAVAILABLE:
+				stats_redis_count(STATS_REDIS_UNAVAILABLE);
+				break;
+			case ERRCODE_FENCING_REDIS_BUSY:
+				stats_redis_count(STATS_REDIS_BUSY_ERRORS);
+				break;
+			case ERRCODE_FENCING_REDIS_CLUSTER_CHANGING:
+				stats_redis_count(STATS_REDIS_CLUSTER_CHANGING);
+				break;
+			case ERRCODE_FENCING_REDIS_REFUSED:
+				stats_redis_count(STATS_REDIS_REFUSED);
+				break;
+			case ERRCODE_FENCING_REDIS_PROTOCOL:
+				stats_redis_count(STATS_REDIS_PROTOCOL);
+				break;
+			case ERRCODE_FENCING_REDIS_NOT_REPLICATED:
+				stats_redis_count(STATS_REDIS_NOT_REPLICATED);
+				break;
+			default:
+				break;
+		}
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
 /*
  * stats_init
- *		Ask for shared memory when preloaded; called from _PG_init.
+ *		Count the Redis functions' errors, and ask for shared memory when
+ *		preloaded; called from _PG_init.
  */
 void
 stats_init(void)
 {
 	RegisterSubXactCallback(stats_subxact_callback, NULL);
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = stats_emit_log;
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
@@ -226,6 +280,20 @@ stats_row_accepted(Datum result)
 	current->counters[STATS_ACCEPTED]++;
 	in_row = false;
 	return result;
+}
+
+/*
+ * stats_redis_count
+ *		Count an event of the Redis functions.  Must not fail: it runs in
+ *		emit_log_hook too.
+ */
+void
+stats_redis_count(StatsRedisCounter counter)
+{
+	if (shared != NULL)
+		pg_atomic_fetch_add_u64(&shared->redis[counter], 1);
+	else
+		local_redis[counter]++;
 }
 
 /*
@@ -386,6 +454,27 @@ fence_stat_tables_data(PG_FUNCTION_ARGS)
 }
 
 /*
+ * fence_stat_redis_data()
+ *		The counters of the Redis functions, in StatsRedisCounter order.
+ */
+Datum
+fence_stat_redis_data(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[STATS_REDIS_NCOUNTERS];
+	bool		nulls[STATS_REDIS_NCOUNTERS] = {0};
+	int			i;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
+		values[i] = Int64GetDatum((int64) (shared != NULL ?
+										   pg_atomic_read_u64(&shared->redis[i]) :
+										   local_redis[i]));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
  * fence_stat_info_data()
  *		Where the counters are kept, how many tables the shared table holds
  *		and has room for, and when the counters were last reset.
@@ -423,8 +512,8 @@ fence_stat_info_data(PG_FUNCTION_ARGS)
 
 /*
  * fence_stat_reset()
- *		Set every counter back to zero: in shared mode, those of every
- *		database, dropping the entries, so that tables dropped since free
+ *		Set every counter back to zero, the Redis ones too: in shared mode,
+ *		those of every database, dropping the entries, so that tables dropped since free
  *		their room; otherwise this backend's.
  */
 Datum
@@ -434,8 +523,11 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 	{
 		HASH_SEQ_STATUS seq;
 		SharedStatsEntry *entry;
+		int			i;
 
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
+			pg_atomic_write_u64(&shared->redis[i], 0);
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
@@ -447,12 +539,14 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 		shared->reset_at = GetCurrentTimestamp();
 		LWLockRelease(shared->lock);
 	}
-	else if (local_hash != NULL)
+	else
 	{
-		hash_destroy(local_hash);
+		if (local_hash != NULL)
+			hash_destroy(local_hash);
 		local_hash = NULL;
 		current = NULL;
 		in_row = false;
+		memset(local_redis, 0, sizeof(local_redis));
 	}
 	local_reset_at = GetCurrentTimestamp();
 	PG_RETURN_VOID();

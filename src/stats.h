@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * stats.h
- *	  Counters of what the guard trigger did, per guarded table.
+ *	  Counters of what the guard trigger did, per guarded table, and of
+ *	  what the Redis functions did.
  *
  * IDENTIFICATION
  *	  src/stats.h
@@ -22,10 +23,27 @@ typedef enum StatsCounter
 	STATS_NCOUNTERS
 } StatsCounter;
 
+/* What is counted for the Redis functions. */
+typedef enum StatsRedisCounter
+{
+	STATS_REDIS_ACQUIRED,		/* fenced_acquire() took the lock */
+	STATS_REDIS_BUSY,			/* fenced_acquire() gave up on a busy lock */
+	STATS_REDIS_REPAIRED,		/* token counters repaired past the mark */
+	STATS_REDIS_CONNECTS,		/* connections made to Redis */
+	STATS_REDIS_UNAVAILABLE,	/* errors TF101 to TF106, in that order */
+	STATS_REDIS_BUSY_ERRORS,
+	STATS_REDIS_CLUSTER_CHANGING,
+	STATS_REDIS_REFUSED,
+	STATS_REDIS_PROTOCOL,
+	STATS_REDIS_NOT_REPLICATED,
+	STATS_REDIS_NCOUNTERS
+} StatsRedisCounter;
+
 extern void stats_init(void);
 extern void stats_row_start(Oid relid);
 extern Datum stats_row_accepted(Datum result);
 extern void stats_count(StatsCounter counter);
 extern void stats_at_xact_end(void);
+extern void stats_redis_count(StatsRedisCounter counter);
 
 #endif							/* FENCING_STATS_H */

@@ -5,7 +5,9 @@
 # Starts a throwaway cluster preloading fencing, writes known accepts and
 # rejects in some sessions and reads the counters from others, checks that
 # each database sees its own tables, that the shared table's 1000 entries
-# fill up into one overflow row, and that only a granted role may reset.
+# fill up into one overflow row, and that only a granted role may reset;
+# then counts known acquisitions, a busy lock, a repair and an unreachable
+# Redis against a redis-server of its own.
 #
 # Prints one "ok - ..." or "not ok - ..." line per assertion and exits
 # non-zero if any failed.
@@ -15,7 +17,9 @@ set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 
-harness_start_pg "shared_preload_libraries = 'fencing'"
+harness_start_redis
+harness_start_pg "shared_preload_libraries = 'fencing'" \
+	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT"
 
 failed=0
 ok() { printf 'ok - %s\n' "$1"; }
@@ -111,5 +115,28 @@ expect_eq "1000 tables counted one row each, the 5 others together in the row wi
 	"1000|1000|5" \
 	"$(sql one -c 'SELECT count(table_name), sum(checked) FILTER (WHERE table_name IS NOT NULL),
 		sum(checked) FILTER (WHERE table_name IS NULL) FROM fence_stat_tables')"
+
+harness_log "the Redis functions' counters"
+sql one -c 'SELECT fence_stat_reset()' >/dev/null
+expect_eq "fence_stat_redis starts at zero" "0|0|0|0|0|0|0|0|0|0" \
+	"$(sql two -c 'SELECT * FROM fence_stat_redis')"
+sql one -c "SELECT fenced_acquire('job:1', ttl => '1 min')" >/dev/null
+sql two -c "SELECT fenced_acquire('job:1', wait => '0')" >/dev/null
+# the counter goes back behind the mark: the next acquisition repairs it
+sql one -c "SELECT fence_advance('job:2', 1000000)" >/dev/null
+sql one -c "SELECT fenced_acquire('job:2')" >/dev/null 2>&1
+# Redis unreachable, reported; and caught by an exception block, not counted
+try one "SET fencing.redis_port = $(harness_free_port); SELECT fenced_acquire('job:3')"
+sql one >/dev/null <<EOF
+SET fencing.redis_port = $(harness_free_port);
+DO \$\$
+BEGIN
+	PERFORM fenced_acquire('job:3');
+EXCEPTION WHEN SQLSTATE 'TF101' THEN
+	NULL;
+END \$\$;
+EOF
+expect_eq "acquired 2, busy 1, repairs 1, connects 3, unavailable 1" "2|1|1|3|1|0|0|0|0|0" \
+	"$(sql two -c 'SELECT * FROM fence_stat_redis')"
 
 [ "$failed" -eq 0 ]
