@@ -52,5 +52,9 @@ FROM fence_stat_tables WHERE table_name = 'stat_items'::regclass;
 SELECT fence_stat_reset();
 SELECT count(*) AS tables_after_reset FROM fence_stat_tables;
 
+-- the Redis functions' counters (counted against a live Redis in
+-- test/scripts/stats.sh): none called here
+SELECT * FROM fence_stat_redis;
+
 DROP TABLE stat_rows, stat_items;
 DELETE FROM fence_high_water WHERE resource LIKE 'stat:%';
