@@ -750,7 +750,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	lease->nmaybe = 0;
 	declared_set(resource, token, false);
 	leases_prune(now);
-	stats_redis_count(STATS_REDIS_ACQUIRED);
+	stats_redis_acquired(TimestampTzPlusMilliseconds(deadline, -wait_ms));
 
 	PG_RETURN_FENCE_TOKEN(token);
 #else

@@ -21,6 +21,11 @@
  * rejected write aborts it); the lock is taken exclusively only to create
  * an entry.  So the views show a transaction's counts once it has ended.
  *
+ * How long fenced_acquire() took to take a lock, waits for a busy lock
+ * included, goes into a histogram of STATS_LATENCY_BUCKETS buckets, four
+ * to each power of two of microseconds, so that a percentile read from it
+ * is at most a quarter above the true one.
+ *
  * The Redis counters are counted at once (in shared memory, with an
  * atomic addition: a Redis round trip costs far more).  Its errors are
  * counted by SQLSTATE as they are reported, in emit_log_hook, as
@@ -35,12 +40,15 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/xact.h"
 #include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "port/pg_bitutils.h"
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -54,6 +62,9 @@
 #define STATS_SHARED_TABLES 1000
 
 #define STATS_LOCK_TRANCHE "fencing stats"
+
+/* Buckets of the acquisition time histogram: up to 2^32 us (71 minutes). */
+#define STATS_LATENCY_BUCKETS 128
 
 /* A guarded table; relid InvalidOid is the shared overflow entry. */
 typedef struct StatsKey
@@ -73,6 +84,7 @@ typedef struct SharedStats
 	LWLock	   *lock;			/* entry creation and reset */
 	TimestampTz reset_at;		/* under lock */
 	pg_atomic_uint64 redis[STATS_REDIS_NCOUNTERS];
+	pg_atomic_uint64 latency[STATS_LATENCY_BUCKETS];
 } SharedStats;
 
 /* Counts of one table: the statistics in local mode, pending in shared. */
@@ -93,6 +105,7 @@ static HTAB *shared_hash = NULL;
 static HTAB *local_hash = NULL;
 static TimestampTz local_reset_at = 0;
 static uint64 local_redis[STATS_REDIS_NCOUNTERS];
+static uint64 local_latency[STATS_LATENCY_BUCKETS];
 
 /* The entry of the table whose row the guard is checking, if it is. */
 static LocalStatsEntry *current = NULL;
@@ -152,6 +165,8 @@ stats_shmem_startup(void)
 		shared->reset_at = GetCurrentTimestamp();
 		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
 			pg_atomic_init_u64(&shared->redis[i], 0);
+		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
+			pg_atomic_init_u64(&shared->latency[i], 0);
 	}
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
@@ -294,6 +309,49 @@ stats_redis_count(StatsRedisCounter counter)
 		pg_atomic_fetch_add_u64(&shared->redis[counter], 1);
 	else
 		local_redis[counter]++;
+}
+
+/*
+ * The histogram bucket of a time of us microseconds: 0 to 3 exactly, then
+ * four buckets to each power of two.
+ */
+static int
+stats_latency_bucket(uint64 us)
+{
+	int			msb;
+
+	if (us < 4)
+		return (int) us;
+	msb = pg_leftmost_one_pos64(us);
+	return Min(4 * (msb - 1) + (int) ((us >> (msb - 2)) & 3),
+			   STATS_LATENCY_BUCKETS - 1);
+}
+
+/* The upper bound of a histogram bucket, in microseconds. */
+static uint64
+stats_latency_upper(int bucket)
+{
+	if (bucket < 4)
+		return (uint64) bucket + 1;
+	return (uint64) (4 + bucket % 4 + 1) << (bucket / 4 - 1);
+}
+
+/*
+ * stats_redis_acquired
+ *		Count a lock fenced_acquire() took, in a call that began at
+ *		started.
+ */
+void
+stats_redis_acquired(TimestampTz started)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			bucket = stats_latency_bucket(now > started ? now - started : 0);
+
+	stats_redis_count(STATS_REDIS_ACQUIRED);
+	if (shared != NULL)
+		pg_atomic_fetch_add_u64(&shared->latency[bucket], 1);
+	else
+		local_latency[bucket]++;
 }
 
 /*
@@ -454,6 +512,30 @@ fence_stat_tables_data(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The upper bound, in milliseconds, of the histogram bucket holding the
+ * fraction p of total; null if the histogram is empty.
+ */
+static void
+stats_percentile(const uint64 *latency, uint64 total, double p,
+				 Datum *value, bool *isnull)
+{
+	uint64		rank = (uint64) ceil(p * total);
+	uint64		seen = 0;
+	int			i;
+
+	*isnull = total == 0;
+	if (total == 0)
+		return;
+	for (i = 0; i < STATS_LATENCY_BUCKETS - 1; i++)
+	{
+		seen += latency[i];
+		if (seen >= rank)
+			break;
+	}
+	*value = Float8GetDatum(stats_latency_upper(i) / 1000.0);
+}
+
+/*
  * fence_stat_redis_data()
  *		The counters of the Redis functions, in StatsRedisCounter order.
  */
@@ -461,8 +543,10 @@ Datum
 fence_stat_redis_data(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[STATS_REDIS_NCOUNTERS];
-	bool		nulls[STATS_REDIS_NCOUNTERS] = {0};
+	Datum		values[STATS_REDIS_NCOUNTERS + 2];
+	bool		nulls[STATS_REDIS_NCOUNTERS + 2] = {0};
+	uint64		latency[STATS_LATENCY_BUCKETS];
+	uint64		total = 0;
 	int			i;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -471,6 +555,16 @@ fence_stat_redis_data(PG_FUNCTION_ARGS)
 		values[i] = Int64GetDatum((int64) (shared != NULL ?
 										   pg_atomic_read_u64(&shared->redis[i]) :
 										   local_redis[i]));
+	for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
+	{
+		latency[i] = shared != NULL ?
+			pg_atomic_read_u64(&shared->latency[i]) : local_latency[i];
+		total += latency[i];
+	}
+	stats_percentile(latency, total, 0.50, &values[STATS_REDIS_NCOUNTERS],
+					 &nulls[STATS_REDIS_NCOUNTERS]);
+	stats_percentile(latency, total, 0.99, &values[STATS_REDIS_NCOUNTERS + 1],
+					 &nulls[STATS_REDIS_NCOUNTERS + 1]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -528,6 +622,8 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
 			pg_atomic_write_u64(&shared->redis[i], 0);
+		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
+			pg_atomic_write_u64(&shared->latency[i], 0);
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
@@ -547,6 +643,7 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 		current = NULL;
 		in_row = false;
 		memset(local_redis, 0, sizeof(local_redis));
+		memset(local_latency, 0, sizeof(local_latency));
 	}
 	local_reset_at = GetCurrentTimestamp();
 	PG_RETURN_VOID();

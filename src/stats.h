@@ -12,6 +12,8 @@
 #ifndef FENCING_STATS_H
 #define FENCING_STATS_H
 
+#include "datatype/timestamp.h"
+
 /* What is counted for each guarded table. */
 typedef enum StatsCounter
 {
@@ -45,5 +47,6 @@ extern Datum stats_row_accepted(Datum result);
 extern void stats_count(StatsCounter counter);
 extern void stats_at_xact_end(void);
 extern void stats_redis_count(StatsRedisCounter counter);
+extern void stats_redis_acquired(TimestampTz started);
 
 #endif							/* FENCING_STATS_H */

@@ -118,7 +118,7 @@ expect_eq "1000 tables counted one row each, the 5 others together in the row wi
 
 harness_log "the Redis functions' counters"
 sql one -c 'SELECT fence_stat_reset()' >/dev/null
-expect_eq "fence_stat_redis starts at zero" "0|0|0|0|0|0|0|0|0|0" \
+expect_eq "fence_stat_redis starts at zero, with no acquisition time" "0|0|0|0|0|0|0|0|0|0||" \
 	"$(sql two -c 'SELECT * FROM fence_stat_redis')"
 sql one -c "SELECT fenced_acquire('job:1', ttl => '1 min')" >/dev/null
 sql two -c "SELECT fenced_acquire('job:1', wait => '0')" >/dev/null
@@ -137,6 +137,11 @@ EXCEPTION WHEN SQLSTATE 'TF101' THEN
 END \$\$;
 EOF
 expect_eq "acquired 2, busy 1, repairs 1, connects 3, unavailable 1" "2|1|1|3|1|0|0|0|0|0" \
-	"$(sql two -c 'SELECT * FROM fence_stat_redis')"
+	"$(sql two -c 'SELECT acquired, busy, repairs, connects, errors_unavailable, errors_busy,
+		errors_cluster_changing, errors_refused, errors_protocol, errors_not_replicated
+		FROM fence_stat_redis')"
+expect_eq "the acquisition times: a median and a 99th percentile, under a second" "t" \
+	"$(sql two -c 'SELECT 0 < acquire_p50_ms AND acquire_p50_ms <= acquire_p99_ms
+		AND acquire_p99_ms < 1000 FROM fence_stat_redis')"
 
 [ "$failed" -eq 0 ]
