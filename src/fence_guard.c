@@ -47,6 +47,7 @@
 #include "marks.h"
 #include "pg_compat.h"
 #include "resource_name.h"
+#include "stats.h"
 #include "nodes/bitmapset.h"
 #include "replica.h"
 #include "storage/proc.h"
@@ -170,6 +171,7 @@ static void
 guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 			   const char *column, bool set_to_null)
 {
+	stats_count(STATS_REJECTED_NO_TOKEN);
 	if (set_to_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_NO_TOKEN),
@@ -401,6 +403,7 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	HeapTuple	newtuple;
 	bool		isnull;
 	Datum		token;
+	const char *resource;
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		return trigdata->tg_trigtuple;
@@ -409,14 +412,19 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	token = heap_getattr(newtuple, config->token_attnum, tupdesc, &isnull);
 	if (config->nparts == 0 || isnull)
 		return newtuple;
-	replica_raise(config->extnsp,
-				  guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc),
-				  DatumGetFenceToken(token));
+	resource = guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc);
+	replica_raise(config->extnsp, resource, DatumGetFenceToken(token));
+
+	/* A row that moved raised both resources on the publisher. */
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		replica_raise(config->extnsp,
-					  guard_resource(config, trigdata->tg_trigger,
-									 trigdata->tg_trigtuple, tupdesc),
-					  DatumGetFenceToken(token));
+	{
+		const char *old_resource = guard_resource(config, trigdata->tg_trigger,
+												  trigdata->tg_trigtuple,
+												  tupdesc);
+
+		if (strcmp(old_resource, resource) != 0)
+			replica_raise(config->extnsp, old_resource, DatumGetFenceToken(token));
+	}
 	return newtuple;
 }
 
@@ -458,12 +466,13 @@ fence_guard(PG_FUNCTION_ARGS)
 				 errhint("fence_guard() must run before the row is written.")));
 
 	config = guard_config(fcinfo, trigger, trigdata->tg_relation);
+	stats_row_start(RelationGetRelid(trigdata->tg_relation));
 
 	if (replica_applying())
-		return PointerGetDatum(guard_replicated(trigdata, config));
+		return stats_row_accepted(PointerGetDatum(guard_replicated(trigdata, config)));
 	if (config->nparts == 0)
-		return PointerGetDatum(guard_row_scope(trigdata, config));
-	return PointerGetDatum(guard_resource_scope(trigdata, config));
+		return stats_row_accepted(PointerGetDatum(guard_row_scope(trigdata, config)));
+	return stats_row_accepted(PointerGetDatum(guard_resource_scope(trigdata, config)));
 }
 
 /*

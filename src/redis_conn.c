@@ -73,6 +73,7 @@
 #include "redis_conn.h"
 #include "redis_sentinel.h"
 #include "redis_settings.h"
+#include "stats.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -105,11 +106,11 @@ static redisReply *conn_reply = NULL;
  * that stalled the backend uninterruptibly).  Bytes are counted as they
  * are read, array elements as hiredis announces them (its reader has no
  * maxelements before 1.0), so an oversized reply is refused early.  The
- * caps sit far above the largest reply a caller expects: CLUSTER SLOTS or
- * CLUSTER SHARDS of a cluster of 1,000 nodes with its 16,384 slots in as
- * many ranges is under 10 MB and 600,000 elements.  The line cap keeps
- * hiredis, which scans a line from its start at every read, from going
- * quadratic over a status line that never ends.
+ * caps sit far above the largest reply a caller expects: CLUSTER SLOTS of
+ * 500 primaries with a replica each, the 16,384 slots scattered in as many
+ * ranges, is about 3 MB and at most 330,000 elements, CLUSTER SHARDS much
+ * less.  The line cap keeps hiredis, which scans a line from its start at
+ * every read, from going quadratic over a status line that never ends.
  */
 #define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
 #define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
@@ -533,14 +534,14 @@ redis_io_failed(RedisError *err, bool secret)
 	if (conn->err == REDIS_ERR_OOM)
 		return redis_fail(err, ERRCODE_OUT_OF_MEMORY,
 						  pstrdup("out of memory"),
-						  psprintf("Could not read a reply from Redis server at \"%s\".",
+						  psprintf("Could not buffer a command for, or a reply from, Redis server at \"%s\".",
 								   target),
 						  NULL);
+	/* hiredis's text quotes a byte of the reply, which may echo a secret */
 	if (conn->err == REDIS_ERR_PROTOCOL)
 		return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
 						  psprintf("unexpected reply from Redis server at \"%s\"",
 								   target),
-		/* hiredis quotes a byte of the reply, which may echo a secret */
 						  secret ? NULL : pstrdup(conn->errstr),
 						  NULL);
 	return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
@@ -981,6 +982,7 @@ redis_connect_target(int timeout_ms, bool interruptible, RedisError *err)
 
 	conn_generation = redis_settings_generation;
 	conn_ready = true;
+	stats_redis_count(STATS_REDIS_CONNECTS);
 	return true;
 }
 

@@ -48,7 +48,7 @@ leak_loop() {
 # --------------------------------------------------------------- stopped
 
 sess a "SELECT fenced_acquire('order:1');"
-expect "with Redis up the session connects" "$R" "1"
+expect_match "with Redis up the session connects" "$R" '^[0-9]+$'
 sess a "SELECT fenced_release('order:1');"
 redis_stop
 sess a "BEGIN; INSERT INTO items VALUES (1, 5, 'must not stay'); SELECT fenced_acquire('order:1');"
@@ -72,11 +72,11 @@ sess a "RESET fencing.redis_host;"
 
 harness_redis_launch || exit 1
 sess a "SELECT fenced_acquire('order:2');"
-expect "once Redis is back the same session connects again" "$R" "1"
+expect_match "once Redis is back the same session connects again" "$R" '^[0-9]+$'
 redis_stop
 harness_redis_launch || exit 1
 sess a "SELECT fenced_acquire('order:3');"
-expect "a connection the restart closed is replaced without an error" "$S|$R" "00000|1"
+expect_match "a connection the restart closed is replaced without an error" "$S|$R" '^00000\|[0-9]+$'
 
 # ----------------------------------------------------- frozen with SIGSTOP
 
@@ -145,14 +145,14 @@ expect "Redis out of memory: SQLSTATE TF104" "$S" "TF104"
 expect_match "naming host, port and Redis's reason" "$R" \
 	"Redis server at \"127.0.0.1:$REDIS_PORT\" refused fencing acquire script.*DETAIL: +OOM"
 sess a "SELECT fenced_acquire('order:8');"
-expect "the next call works once Redis has room" "$S|$R" "00000|1"
+expect_match "the next call works once Redis has room" "$S|$R" '^00000\|[0-9]+$'
 
 start_replica
 sess a "SET fencing.redis_port = $REPLICA_PORT; SELECT fenced_acquire('order:9');"
 expect "a read-only replica: SQLSTATE TF102" "$S" "TF102"
 expect_match "with the reason" "$R" "DETAIL: +READONLY"
 sess a "RESET fencing.redis_port; SELECT fenced_acquire('order:9');"
-expect "pointed back at the primary the session works" "$S|$R" "00000|1"
+expect_match "pointed back at the primary the session works" "$S|$R" '^00000\|[0-9]+$'
 
 # Redis at maxclients greets a new connection with an error and closes it;
 # one connection kept open (h) holds the last slot and lifts the limit.
@@ -166,7 +166,7 @@ expect "Redis at maxclients: SQLSTATE TF102 (retry soon)" "$S" "TF102"
 expect_match "with the reason and a hint" "$R" "DETAIL: +ERR max number of clients reached.*HINT: +Redis has reached its maxclients limit"
 expect "the limit is lifted" "${lifted%$'\r'}" "+OK"
 sess a "SELECT fenced_acquire('order:12');"
-expect "and the session works again" "$S|$R" "00000|1"
+expect_match "and the session works again" "$S|$R" "^00000\|[1-9][0-9]*$"
 
 # --------------------------------------- garbage, wrong answers, silence
 
@@ -338,7 +338,7 @@ expect "leave no descriptor open" "$LEAK_FDS" "0"
 check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
 
 sess a "RESET fencing.redis_host; RESET fencing.redis_port; SELECT fenced_acquire('order:11');"
-expect "after all that the session still works" "$S|$R" "00000|1"
+expect_match "after all that the session still works" "$S|$R" '^00000\|[0-9]+$'
 
 sess_close a
 redis_finish
