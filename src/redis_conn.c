@@ -1168,13 +1168,17 @@ redis_drop_parked(void)
  *		Make the connection to host:port the active one: swap it in if it
  *		is parked, else aim the next connect at it.  The active connection,
  *		if any, is parked (the oldest parked one closed if there is no
- *		room).
+ *		room), unless it was made under other settings (before Cluster mode
+ *		was set, say), which closes it.
  */
 static void
 redis_use_node(const char *host, int port)
 {
 	if (target_host != NULL && target_port == port && strcmp(target_host, host) == 0)
 		return;
+	if (conn != NULL &&
+		(target_host == NULL || conn_generation != redis_settings_generation))
+		redis_drop();
 	if (conn != NULL)
 	{
 		RedisLink  *link;

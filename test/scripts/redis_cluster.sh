@@ -89,6 +89,18 @@ expect "Sentinel and Cluster settings together: TF104" "$S" "TF104"
 expect_match "the message names both" "$R" "fencing.redis_sentinels and fencing.redis_cluster_nodes are both set"
 sess a "RESET fencing.redis_sentinels;"
 
+# one session, from one server to Cluster mode and back: the connection
+# made under the old settings is closed, not kept as a node's
+sess_open m
+n1=$(topology_cluster_node_of "$(lock_key c:1)")
+sess m "SET fencing.redis_cluster_nodes = ''; SET fencing.redis_port = $n1; SELECT fenced_acquire('c:1');"
+expect_match "one server (a primary of the cluster)" "$S|$R" "^00000\|[1-9][0-9]*$"
+sess m "RESET fencing.redis_cluster_nodes; SELECT fenced_release('c:1'), fenced_acquire('c:many:1') IS NOT NULL, fenced_release('c:many:1');"
+expect "then Cluster mode in the same session" "$S|$R" "00000|t|t|t"
+sess m "SET fencing.redis_cluster_nodes = ''; SELECT fenced_acquire('c:1') IS NOT NULL, fenced_release('c:1');"
+expect "and back to one server" "$S|$R" "00000|t|t"
+sess_close m
+
 q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_cluster_nodes = '127.0.0.1:1';"
