@@ -6,11 +6,14 @@
 # The default is to build with it when <hiredis/hiredis.h> is found.
 
 EXTENSION = fencing
-EXTVERSION = 1.1
+# The version is the control file's default_version, in one place.
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
 MODULE_big = fencing
 PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
+	src/attach.o \
+	src/ddl_guard.o \
 	src/declared.o \
 	src/fence_guard.o \
 	src/fence_token.o \
@@ -19,6 +22,7 @@ OBJS = \
 	src/guard_config.o \
 	src/marks.o \
 	src/redis_conn.o \
+	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \
 	src/token_parse.o
@@ -30,13 +34,20 @@ TESTS = $(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))
 REGRESS = $(patsubst sql/%.sql,%,$(TESTS))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-PG_CONFIG ?= pg_config
-PG_MAJOR := $(shell $(PG_CONFIG) --version | sed 's/^[^0-9]*\([0-9]*\).*/\1/')
-
-# pg_isolation_regress ships with PGXS from PostgreSQL 14 on.
-ifeq ($(shell test $(PG_MAJOR) -ge 14; echo $$?),0)
 ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(wildcard test/isolation/specs/*.spec))
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
+
+# PostgreSQL 15 is the oldest supported (MarkGUCPrefixReserved, MERGE,
+# shmem_request_hook); refuse older servers here rather than with a
+# compiler error.
+PG_CONFIG ?= pg_config
+PG_MAJOR_MIN = 15
+PG_MAJOR := $(shell $(PG_CONFIG) --version 2>/dev/null | sed 's/^[^0-9]*\([0-9]*\).*/\1/')
+ifeq ($(PG_MAJOR),)
+$(error cannot run "$(PG_CONFIG) --version": install the PostgreSQL server headers, or set PG_CONFIG)
+endif
+ifneq ($(shell test $(PG_MAJOR) -ge $(PG_MAJOR_MIN); echo $$?),0)
+$(error fencing needs PostgreSQL $(PG_MAJOR_MIN) or later, but $(PG_CONFIG) is PostgreSQL $(PG_MAJOR))
 endif
 
 HASH := \#
@@ -47,7 +58,8 @@ PG_CPPFLAGS += -DUSE_HIREDIS
 SHLIB_LINK += -lhiredis
 endif
 
-EXTRA_CLEAN = test/fuzz/token_parse_fuzz
+EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)
+DISTFILE = $(EXTENSION)-$(EXTVERSION).tar.gz
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -59,3 +71,10 @@ test/fuzz/token_parse_fuzz: test/fuzz/token_parse_fuzz.c src/token_parse.c src/t
 
 .PHONY: fuzz
 fuzz: test/fuzz/token_parse_fuzz
+
+# The release tarball: the committed tree at HEAD (uncommitted changes are
+# not in it), under the directory fencing-<version>/.
+.PHONY: dist
+dist:
+	@git diff --quiet HEAD -- || echo "warning: uncommitted changes are not in $(DISTFILE)" >&2
+	git archive --format=tar.gz --prefix=$(EXTENSION)-$(EXTVERSION)/ -o $(abspath $(DISTFILE)) HEAD

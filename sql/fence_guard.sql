@@ -109,7 +109,8 @@ ALTER TABLE accounts DISABLE TRIGGER fence;
 INSERT INTO accounts VALUES (3, NULL, 5);
 ALTER TABLE accounts ENABLE TRIGGER fence;
 UPDATE accounts SET tok = 1 WHERE id = 3;
--- strict: equal tokens are rejected too
+-- strict: equal tokens are rejected too (one guard per token column)
+DROP TRIGGER fence ON accounts;
 CREATE TRIGGER fence_strict BEFORE UPDATE ON accounts
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '', 'strict');
 UPDATE accounts SET balance = 140, tok = 34 WHERE id = 1;
@@ -397,17 +398,19 @@ SELECT fence_use('event:1', 11);
 UPDATE events SET region = 1 WHERE id = 1;
 SELECT tableoid::regclass, * FROM events ORDER BY id;
 SELECT fence_use('event:1', NULL);
--- the move keeps the statement's token when a later trigger runs SQL
+-- the move keeps the statement's token when a trigger runs SQL between
+-- its two halves (a BEFORE DELETE trigger firing before the guard)
 CREATE TABLE event_audit (id int);
 CREATE FUNCTION event_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	INSERT INTO event_audit VALUES (NEW.id);
-	RETURN NEW;
+	INSERT INTO event_audit VALUES (OLD.id);
+	RETURN OLD;
 END $$;
-CREATE TRIGGER z_audit BEFORE UPDATE ON events
+CREATE TRIGGER audit BEFORE DELETE ON events
 	FOR EACH ROW EXECUTE FUNCTION event_audit();
 UPDATE events SET region = 2, tok = 12 WHERE id = 1;
 SELECT tableoid::regclass, * FROM events ORDER BY id;
+SELECT * FROM event_audit;
 DROP TABLE events, event_audit;
 DROP FUNCTION event_audit();
 
@@ -450,7 +453,7 @@ CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON orders
 	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
 TRUNCATE orders;
 SELECT count(*) > 0 AS rows_kept FROM orders;
-CREATE TRIGGER fence_truncate_row BEFORE INSERT ON orders
+CREATE TRIGGER bad_truncate_row BEFORE INSERT ON orders
 	FOR EACH ROW EXECUTE FUNCTION fence_truncate_guard();
 INSERT INTO orders VALUES (90, 1000, 'x');
 SELECT fence_truncate_guard();

@@ -23,7 +23,8 @@
  * sets it (for UPDATE: when the column is assigned, so that an UPDATE that
  * does not mention it cannot pass on the old row's token), else the token
  * declared for the resource (declared.c), stamped into the row, else the
- * write is rejected.  DELETE has only the declared token.
+ * write is rejected; a declared token is never lowered by the statement's
+ * (guard_token).  DELETE has only the declared token.
  *
  * IDENTIFICATION
  *	  src/fence_guard.c
@@ -44,8 +45,10 @@
 #include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "marks.h"
+#include "pg_compat.h"
 #include "resource_name.h"
 #include "nodes/bitmapset.h"
+#include "replica.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
@@ -55,14 +58,19 @@
  * The token of the last UPDATE checked, for the DELETE half of a row moved
  * to another partition: that DELETE fires right after the UPDATE on the
  * same row and, having no NEW row, could not otherwise see the token the
- * statement set.  Kept for the transaction (a trigger running SQL between
- * the two halves must not make us forget it); a memo outliving its move
- * only ever supplies a token, which is still checked against the mark.
+ * statement set.  Kept only for an UPDATE of a partition, whose rows alone
+ * can move, and only within its subtransaction (a trigger running SQL
+ * between the two halves must not make us forget it, but a tokenless
+ * DELETE of the row after ROLLBACK TO SAVEPOINT must not find it).  An
+ * UPDATE of the row skipped after the guard passed it would leave the
+ * memo matching the row; only a later BEFORE trigger could skip it, and
+ * guard_config.c refuses those.
  */
 static struct
 {
 	bool		valid;
 	LocalTransactionId lxid;
+	SubTransactionId subid;		/* a rolled-back savepoint ends the memo */
 	Oid			relid;
 	ItemPointerData tid;
 	FenceToken	token;
@@ -186,15 +194,28 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 }
 
 /*
- * The token a write to resource carries: the statement's, or if the
- * statement does not set the column the declared one.  Rejects the write
- * if there is neither.
+ * The token a write to resource carries, by the precedence the README
+ * documents:
+ *
+ * - the statement sets T and the session or transaction declared D for
+ *	 the resource: the higher of the two.  A declared token is never
+ *	 lowered by a statement: ORMs write every loaded column back, the
+ *	 token as it was loaded included;
+ * - the statement sets T (not NULL), nothing declared: T;
+ * - the statement does not set it, or sets it to NULL, and D is declared:
+ *	 D;
+ * - neither: the write is rejected.
+ *
+ * *stamp says whether the token differs from the row's, which must then
+ * carry it.  In row scope (resource NULL) nothing is declared.
  */
 static FenceToken
 guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
-			Trigger *trigger, Relation rel, AttrNumber attnum)
+			Trigger *trigger, Relation rel, AttrNumber attnum, bool *stamp)
 {
-	FenceToken	token;
+	FenceToken	declared = 0;
+	bool		have_declared = resource != NULL &&
+		declared_lookup(resource, &declared);
 
 	if (statement_sets)
 	{
@@ -202,13 +223,18 @@ guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
 		Datum		value = heap_getattr(newtuple, attnum,
 										 RelationGetDescr(rel), &isnull);
 
-		if (isnull)
+		if (!isnull && (!have_declared || DatumGetFenceToken(value) >= declared))
+		{
+			*stamp = false;
+			return DatumGetFenceToken(value);
+		}
+		if (isnull && !have_declared)
 			guard_no_token(resource, trigger, rel, trigger->tgargs[0], true);
-		return DatumGetFenceToken(value);
 	}
-	if (resource == NULL || !declared_lookup(resource, &token))
+	else if (!have_declared)
 		guard_no_token(resource, trigger, rel, trigger->tgargs[0], false);
-	return token;
+	*stamp = true;
+	return declared;
 }
 
 /* Write token into the token column of tuple. */
@@ -236,6 +262,7 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 	FenceToken	token;
 	Datum		old;
 	bool		oldnull;
+	bool		stamp;
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		ereport(ERROR,
@@ -255,7 +282,7 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 
 	newtuple = trigdata->tg_newtuple;
 	token = guard_token(NULL, guard_update_sets_token(trigdata, config->token_attnum),
-						newtuple, trigger, rel, config->token_attnum);
+						newtuple, trigger, rel, config->token_attnum, &stamp);
 
 	/*
 	 * In strict mode an equal token is stale, unless this transaction wrote
@@ -283,22 +310,25 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	TriggerEvent event = trigdata->tg_event;
 	HeapTuple	oldtuple = trigdata->tg_trigtuple;
 	HeapTuple	newtuple = NULL;
+	HeapTuple	stmt_tuple;
 	const char *old_resource = NULL;
 	const char *new_resource = NULL;
 	FenceToken	old_token = 0;
 	FenceToken	new_token = 0;
 	bool		statement_sets;
+	bool		stamp;
 
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
 		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
-		if (moving_row.valid && moving_row.lxid == MyProc->lxid &&
+		if (moving_row.valid && moving_row.lxid == FencingLocalTransactionId() &&
+			moving_row.subid == GetCurrentSubTransactionId() &&
 			moving_row.relid == RelationGetRelid(rel) &&
 			ItemPointerEquals(&moving_row.tid, &oldtuple->t_self))
 			old_token = moving_row.token;
 		else
 			old_token = guard_token(old_resource, false, NULL, trigger, rel,
-									attnum);
+									attnum, &stamp);
 		moving_row.valid = false;
 		marks_check(old_resource, old_token, config->strict);
 		return oldtuple;
@@ -318,8 +348,9 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	new_resource = guard_resource(config, trigger, newtuple, tupdesc);
 
 	new_token = guard_token(new_resource, statement_sets, newtuple, trigger,
-							rel, attnum);
-	if (!statement_sets)
+							rel, attnum, &stamp);
+	stmt_tuple = newtuple;		/* the statement's token, for the old resource */
+	if (stamp)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
 	if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)
@@ -331,8 +362,8 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		 * allowed on both.  Lock the marks in a fixed order, so that two
 		 * rows moving opposite ways cannot deadlock on them.
 		 */
-		old_token = guard_token(old_resource, statement_sets, newtuple,
-								trigger, rel, attnum);
+		old_token = guard_token(old_resource, statement_sets, stmt_tuple,
+								trigger, rel, attnum, &stamp);
 		if (strcmp(old_resource, new_resource) < 0)
 		{
 			marks_check(old_resource, old_token, config->strict);
@@ -345,15 +376,47 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		}
 	}
 
-	if (TRIGGER_FIRED_BY_UPDATE(event))
+	/* Only a partition's row can move to another partition. */
+	if (TRIGGER_FIRED_BY_UPDATE(event) && rel->rd_rel->relispartition)
 	{
 		moving_row.valid = true;
-		moving_row.lxid = MyProc->lxid;
+		moving_row.lxid = FencingLocalTransactionId();
+		moving_row.subid = GetCurrentSubTransactionId();
 		moving_row.relid = RelationGetRelid(rel);
 		moving_row.tid = oldtuple->t_self;
 		moving_row.token = old_resource && strcmp(old_resource, new_resource) != 0 ?
 			old_token : new_token;
 	}
+	return newtuple;
+}
+
+/*
+ * A write replicated from a publisher, which fenced it: accept it, and
+ * raise this subscriber's marks to the token it carries (replica.c).
+ */
+static HeapTuple
+guard_replicated(TriggerData *trigdata, GuardConfig *config)
+{
+	TupleDesc	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	HeapTuple	newtuple;
+	bool		isnull;
+	Datum		token;
+
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		return trigdata->tg_trigtuple;
+	newtuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	token = heap_getattr(newtuple, config->token_attnum, tupdesc, &isnull);
+	if (config->nparts == 0 || isnull)
+		return newtuple;
+	replica_raise(config->extnsp,
+				  guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc),
+				  DatumGetFenceToken(token));
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		replica_raise(config->extnsp,
+					  guard_resource(config, trigdata->tg_trigger,
+									 trigdata->tg_trigtuple, tupdesc),
+					  DatumGetFenceToken(token));
 	return newtuple;
 }
 
@@ -396,6 +459,8 @@ fence_guard(PG_FUNCTION_ARGS)
 
 	config = guard_config(fcinfo, trigger, trigdata->tg_relation);
 
+	if (replica_applying())
+		return PointerGetDatum(guard_replicated(trigdata, config));
 	if (config->nparts == 0)
 		return PointerGetDatum(guard_row_scope(trigdata, config));
 	return PointerGetDatum(guard_resource_scope(trigdata, config));

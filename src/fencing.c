@@ -19,6 +19,7 @@
 #include "fmgr.h"
 #include "guard_config.h"
 #include "marks.h"
+#include "pg_compat.h"
 #include "redis_conn.h"
 #include "tcop/pquery.h"
 #include "utils/guc.h"

@@ -16,8 +16,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fencing_errcodes.h"
 #include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "resource_name.h"
@@ -59,14 +61,32 @@ guard_relcache_callback(Datum arg, Oid relid)
 
 /*
  * guard_config_at_xact_end
- *		Free replaced configurations; called when a transaction ends,
- *		whichever way.
+ *		Free replaced configurations, and stale ones with their entries;
+ *		called when a transaction ends, whichever way.  No trigger call is
+ *		running then, so none can still be using them.  A stale entry is
+ *		usually that of a dropped trigger, which no lookup would ever
+ *		replace; one of a live trigger is parsed again at its next call.
  */
 void
 guard_config_at_xact_end(void)
 {
+	HASH_SEQ_STATUS status;
+	GuardConfig *config;
+
 	if (retired_configs_cxt != NULL)
 		MemoryContextReset(retired_configs_cxt);
+	if (guard_configs == NULL)
+		return;
+	hash_seq_init(&status, guard_configs);
+	while ((config = hash_seq_search(&status)) != NULL)
+	{
+		if (config->valid)
+			continue;
+		if (config == last_config)
+			last_config = NULL;
+		MemoryContextDelete(config->cxt);
+		(void) hash_search(guard_configs, &config->tgoid, HASH_REMOVE, NULL);
+	}
 }
 
 /*
@@ -101,6 +121,15 @@ guard_column(Trigger *trigger, Relation rel, const char *name, bool is_token)
 				 errmsg("resource column \"%s\" of trigger \"%s\" does not exist in table \"%s\"",
 						name, trigger->tgname, RelationGetRelationName(rel))));
 	}
+	if (TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attgenerated != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 is_token ?
+				 errmsg("token column \"%s\" of trigger \"%s\" is a generated column",
+						name, trigger->tgname) :
+				 errmsg("resource column \"%s\" of trigger \"%s\" is a generated column",
+						name, trigger->tgname),
+				 errdetail("A BEFORE trigger sees a generated column before it is computed, so it would check a value other than the one stored.")));
 	return (AttrNumber) attnum;
 }
 
@@ -138,6 +167,32 @@ guard_type_is_stable(Oid typid, Oid extnsp)
 	return typid == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 									CStringGetDatum("fence_token"),
 									ObjectIdGetDatum(extnsp));
+}
+
+/*
+ * Whether a type's text is known to depend on session settings; other
+ * types that guard_type_is_stable does not accept (arrays, composites,
+ * json, ...) are refused for not being supported, not for that.
+ */
+static bool
+guard_type_depends_on_settings(Oid typid)
+{
+	switch (getBaseType(typid))
+	{
+		case DATEOID:
+		case TIMEOID:
+		case TIMETZOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case INTERVALOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case BYTEAOID:
+		case MONEYOID:
+			return true;
+		default:
+			return false;
+	}
 }
 
 /* Parse argument 2, the resource template, into config->parts. */
@@ -218,12 +273,21 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 								trigger->tgname, name)));
 			typid = TupleDescAttr(RelationGetDescr(rel), part->attnum - 1)->atttypid;
 			if (!guard_type_is_stable(typid, config->extnsp))
+			{
+				if (guard_type_depends_on_settings(typid))
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("resource column \"%s\" of trigger \"%s\" has type %s, whose text depends on session settings",
+									name, trigger->tgname, format_type_be(typid)),
+							 errdetail("The same row would name different resources in sessions with different settings."),
+							 errhint("Use a column of an integer, numeric, text, uuid, boolean or enum type.")));
 				ereport(ERROR,
 						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("resource column \"%s\" of trigger \"%s\" has type %s, whose text depends on session settings",
+						 errmsg("resource column \"%s\" of trigger \"%s\" has type %s, which cannot name a resource",
 								name, trigger->tgname, format_type_be(typid)),
-						 errdetail("The same row would name different resources in sessions with different settings."),
-						 errhint("Use a column of an integer, numeric, text, uuid, boolean or enum type, for example a generated column.")));
+						 errdetail("A placeholder takes one value of an integer, numeric, text, character, name, uuid, boolean, oid, enum or fence_token type, or of a domain over one."),
+						 errhint("Give the row a column of one of those types that names its resource.")));
+			}
 			collation = TupleDescAttr(RelationGetDescr(rel), part->attnum - 1)->attcollation;
 			if (OidIsValid(collation) && !get_collation_isdeterministic(collation))
 				ereport(ERROR,
@@ -238,6 +302,68 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 		}
 		else
 			appendStringInfoChar(&literal, *p++);
+	}
+}
+
+/*
+ * Refuse the other row triggers of rel that would undo the guard's check:
+ *
+ * - another enabled fence_guard() trigger on the same token column: each
+ *	 would take the token the other stamped, meant for the other's
+ *	 resource, as its own;
+ * - an enabled BEFORE ROW trigger that fires after the guard on INSERT or
+ *	 UPDATE (BEFORE triggers fire in name order): it could change the
+ *	 token or a placeholder column of a row already checked, and the row
+ *	 would be stored unchecked.  A later BEFORE DELETE trigger can only
+ *	 skip the delete.  Other guards are left alone: each writes only its
+ *	 own token column.
+ *
+ * Re-checking in an AFTER trigger instead would queue an event per row.
+ */
+static void
+guard_check_neighbours(FunctionCallInfo fcinfo, Trigger *trigger,
+					   Relation rel, AttrNumber token_attnum)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	bool		after_us = false;
+	int			i;
+
+	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *other = &trigdesc->triggers[i];
+
+		if (other->tgoid == trigger->tgoid)
+		{
+			after_us = true;
+			continue;
+		}
+		if (other->tgenabled == TRIGGER_DISABLED ||
+			!TRIGGER_FOR_ROW(other->tgtype))
+			continue;
+		if (other->tgfoid == fcinfo->flinfo->fn_oid)
+		{
+			if (other->tgnargs >= 1 &&
+				SPI_fnumber(RelationGetDescr(rel), other->tgargs[0]) == token_attnum)
+				ereport(ERROR,
+						(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+						 errmsg("triggers \"%s\" and \"%s\" both guard token column \"%s\" of table \"%s\"",
+								trigger->tgname, other->tgname,
+								trigger->tgargs[0], RelationGetRelationName(rel)),
+						 errdetail("Each would take the token the other stamped for its own resource."),
+						 errhint("Drop one of them, or give each guard a token column of its own.")));
+			continue;
+		}
+		if (after_us && TRIGGER_FOR_BEFORE(other->tgtype) &&
+			((TRIGGER_FOR_INSERT(other->tgtype) && TRIGGER_FOR_INSERT(trigger->tgtype)) ||
+			 (TRIGGER_FOR_UPDATE(other->tgtype) && TRIGGER_FOR_UPDATE(trigger->tgtype))))
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+					 errmsg("trigger \"%s\" on table \"%s\" fires after guard \"%s\"",
+							other->tgname, RelationGetRelationName(rel),
+							trigger->tgname),
+					 errdetail("BEFORE triggers fire in name order, and one firing after the guard could change the token or the resource of a row already checked."),
+					 errhint("Rename trigger \"%s\" so that its name sorts before \"%s\", or rename the guard to sort last (fence_attach() names it \"~fence\").",
+							 other->tgname, trigger->tgname)));
 	}
 }
 
@@ -309,6 +435,18 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("token column \"%s\" of trigger \"%s\" is not of type fence_token",
 							trigger->tgargs[0], trigger->tgname)));
+
+		if (TupleDescAttr(RelationGetDescr(rel), draft.token_attnum - 1)->atthasdef)
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+					 errmsg("token column \"%s\" of trigger \"%s\" has a default",
+							trigger->tgargs[0], trigger->tgname),
+					 errdetail("A trigger cannot tell a default from a token the statement wrote, so the default would override the declared token, or stand in for a missing one."),
+					 errhint("Drop the default: ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT.",
+							 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+														RelationGetRelationName(rel)),
+							 quote_identifier(trigger->tgargs[0]))));
+		guard_check_neighbours(fcinfo, trigger, rel, draft.token_attnum);
 
 		if (trigger->tgnargs >= 2 && trigger->tgargs[1][0] != '\0')
 			guard_parse_template(&draft, trigger, rel, trigger->tgargs[1]);

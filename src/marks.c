@@ -37,6 +37,14 @@
  * dropped, because the rollback released the row lock and undid the
  * raise.
  *
+ * moved_at says when a mark was created or last raised, and also, to
+ * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
+ * such a write refreshes it when it is older than that, so that a
+ * resource written for hours at one token does not look idle to
+ * fence_forget_idle().  A raise stamps the transaction's start time and a
+ * refresh one microsecond less, which is how strict mode tells a mark
+ * this transaction raised from one it only refreshed.
+ *
  * IDENTIFICATION
  *	  src/marks.c
  *
@@ -76,6 +84,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #define MARKS_TABLE "fence_high_water"
 
@@ -91,6 +100,12 @@
  * collide with an application's advisory locks.
  */
 #define MARK_INSERT_LOCK_FIELD4 0xFE4C
+
+/*
+ * A write at a mark's own token refreshes moved_at when it is older than
+ * this: at most one HOT update of the mark a minute, instead of a lock.
+ */
+#define MARK_REFRESH_INTERVAL	((int64) 60 * USECS_PER_SEC)
 
 /*
  * The per-transaction cache is direct-mapped: a fixed number of slots, a
@@ -410,6 +425,30 @@ marks_written_here(HeapTuple tuple)
 	return TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
 }
 
+static TimestampTz
+marks_moved_at(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		moved_at = heap_getattr(tuple, Anum_mark_moved_at,
+										RelationGetDescr(m->heap), &isnull);
+
+	if (isnull)
+		elog(ERROR, "high-water mark of resource \"%s\" has no time", m->resource);
+	return DatumGetTimestampTz(moved_at);
+}
+
+/*
+ * Whether this transaction created or raised the mark found as tuple, as
+ * opposed to finding it at the token or only refreshing it: a raise
+ * stamps exactly the transaction's start time.
+ */
+static bool
+marks_raised_here(MarksRel *m, HeapTuple tuple)
+{
+	return marks_written_here(tuple) &&
+		marks_moved_at(m, tuple) == GetCurrentTransactionStartTimestamp();
+}
+
 /* The concurrent update of a mark under a transaction snapshot. */
 static void
 marks_serialization_failure(MarksRel *m)
@@ -480,15 +519,14 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 }
 
 static HeapTuple
-marks_form(MarksRel *m, FenceToken token)
+marks_form(MarksRel *m, FenceToken token, TimestampTz moved_at)
 {
 	Datum		values[Natts_mark];
 	bool		nulls[Natts_mark] = {false, false, false};
 
 	values[Anum_mark_resource - 1] = m->key;
 	values[Anum_mark_token - 1] = FenceTokenGetDatum(token);
-	values[Anum_mark_moved_at - 1] =
-		TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	values[Anum_mark_moved_at - 1] = TimestampTzGetDatum(moved_at);
 	return heap_form_tuple(RelationGetDescr(m->heap), values, nulls);
 }
 
@@ -562,7 +600,7 @@ marks_insert_unlock(LOCKTAG *tag, bool *held)
 static void
 marks_insert(MarksRel *m, FenceToken token, ItemPointer version)
 {
-	HeapTuple	tuple = marks_form(m, token);
+	HeapTuple	tuple = marks_form(m, token, GetCurrentTransactionStartTimestamp());
 
 	heap_insert(m->heap, tuple, GetCurrentCommandId(true), 0, NULL);
 	marks_index_insert(m, tuple, false);
@@ -588,27 +626,31 @@ marks_created_in_subxact(HeapTuple tuple)
 }
 
 /*
- * Overwrite the token of the mark version tuple, which this subtransaction
- * created, in place.  The stored copy is modified rather than a new tuple
- * formed: the stored name may be compressed, and the overwrite must keep
- * the length.
+ * Overwrite the token and time of the mark version tuple, which this
+ * subtransaction created, in place.  The stored copy is modified rather
+ * than a new tuple formed: the stored name may be compressed, and the
+ * overwrite must keep the length.
  */
 static void
-marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token)
+marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
+				TimestampTz moved_at)
 {
-	int			cols[1] = {Anum_mark_token};
-	Datum		values[1] = {FenceTokenGetDatum(token)};
-	bool		nulls[1] = {false};
+	int			cols[2] = {Anum_mark_token, Anum_mark_moved_at};
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
 	HeapTuple	newtuple;
 
+	values[0] = FenceTokenGetDatum(token);
+	values[1] = TimestampTzGetDatum(moved_at);
 	newtuple = heap_modify_tuple_by_cols(tuple, RelationGetDescr(heap),
-										 1, cols, values, nulls);
+										 2, cols, values, nulls);
 	newtuple->t_self = tuple->t_self;
 	heap_inplace_update(heap, newtuple);
 }
 
 /*
- * Raise the mark found as tuple to token.
+ * Raise the mark found as tuple to token, stamping moved_at; or, with the
+ * same token, refresh its moved_at.  *version is the version written.
  *
  * A version this subtransaction created is overwritten in place (WAL-logged
  * as an in-place update): an in-place write is not undone by an abort, but
@@ -623,7 +665,7 @@ marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token)
  */
 static TM_Result
 marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
-			ItemPointer version)
+			TimestampTz moved_at, ItemPointer version)
 {
 	HeapTuple	newtuple;
 	TM_FailureData tmfd;
@@ -632,12 +674,12 @@ marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 
 	if (marks_created_in_subxact(tuple))
 	{
-		marks_overwrite(m->heap, tuple, token);
+		marks_overwrite(m->heap, tuple, token, moved_at);
 		*version = tuple->t_self;
 		return TM_Ok;
 	}
 
-	newtuple = marks_form(m, token);
+	newtuple = marks_form(m, token, moved_at);
 	result = heap_update(m->heap, &tuple->t_self, newtuple,
 						 GetCurrentCommandId(true), InvalidSnapshot, true,
 						 &tmfd, &lockmode);
@@ -721,11 +763,26 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 		*mark = marks_token_of(m, tuple);
 		if (*mark < token)
 		{
-			result = marks_raise(m, tuple, token, version);
+			result = marks_raise(m, tuple, token,
+								 GetCurrentTransactionStartTimestamp(), version);
 			if (result == TM_Ok)
 			{
 				*mark = token;
 				*written = true;
+				break;
+			}
+		}
+		else if (mode == CLAIM_CHECK && *mark == token &&
+				 marks_moved_at(m, tuple) <
+				 GetCurrentTransactionStartTimestamp() - MARK_REFRESH_INTERVAL)
+		{
+			/* A write at the mark's token: refresh it, which locks it too. */
+			result = marks_raise(m, tuple, token,
+								 GetCurrentTransactionStartTimestamp() - 1,
+								 version);
+			if (result == TM_Ok)
+			{
+				*written = false;
 				break;
 			}
 		}
@@ -734,7 +791,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 			result = marks_lock(m, tuple);
 			if (result == TM_Ok)
 			{
-				*written = marks_written_here(tuple);
+				*written = marks_raised_here(m, tuple);
 				ItemPointerSetInvalid(version);
 				break;
 			}
@@ -777,7 +834,7 @@ marks_raise_held(CheckedSlot *slot, FenceToken token)
 	if (!marks_created_in_subxact(copy))
 		elog(ERROR, "high-water mark of resource \"%s\" was not written by this subtransaction",
 			 slot->resource);
-	marks_overwrite(heap, copy, token);
+	marks_overwrite(heap, copy, token, GetCurrentTransactionStartTimestamp());
 	table_close(heap, NoLock);
 }
 
@@ -856,6 +913,7 @@ marks_check(const char *resource, FenceToken token, bool strict)
 		{
 			marks_raise_held(slot, token);
 			slot->token = token;
+			slot->written = true;
 			return;
 		}
 	}

@@ -186,6 +186,92 @@ else
 	not_ok "the plain dump holds the mark order:1 at 34"
 fi
 
+# A database owned by an ordinary role: its owner dumps it whole, a
+# superuser restores it (the extension is untrusted, and only the marks
+# table's owner may write it).
+harness_log "pg_dump by the database owner"
+sql postgres >/dev/null <<'EOF'
+CREATE ROLE app_owner LOGIN;
+CREATE DATABASE owned OWNER app_owner;
+EOF
+sql owned >/dev/null <<'EOF'
+CREATE EXTENSION fencing;
+GRANT EXECUTE ON FUNCTION fence_guard() TO app_owner;
+EOF
+sql owned -U app_owner >/dev/null <<'EOF'
+CREATE TABLE shipments (order_id int NOT NULL, carrier text, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON shipments
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'shipment:{order_id}');
+INSERT INTO shipments VALUES (1, 'post', 7), (2, 'courier', 3);
+UPDATE shipments SET carrier = 'rail', tok = 8 WHERE order_id = 1;
+EOF
+owned_marks=$(marks_of owned)
+expect_eq "the owner wrote marks in its database" $'shipment:1|8\nshipment:2|3' \
+	"$(cut -d'|' -f1,2 <<<"$owned_marks")"
+expect_eq "the owner is no superuser" "f" \
+	"$(sql owned -U app_owner -c "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")"
+if pg_dump -U app_owner -Fc -f "$workdir/owned.dump" owned 2>"$workdir/pg_dump_owner.log"; then
+	ok "pg_dump -Fc of the whole database by its owner"
+else
+	not_ok "pg_dump -Fc of the whole database by its owner"
+	sed 's/^/#   /' "$workdir/pg_dump_owner.log"
+fi
+expect_eq "the owner reads the marks table, no other role does" "t|f" \
+	"$(sql owned -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'SELECT'),
+		has_table_privilege('public', 'fence_high_water', 'SELECT')")"
+expect_eq "the owner cannot write the marks table" "f|f|f|f" \
+	"$(sql owned -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'INSERT'),
+		has_table_privilege('app_owner', 'fence_high_water', 'UPDATE'),
+		has_table_privilege('app_owner', 'fence_high_water', 'DELETE'),
+		has_table_privilege('app_owner', 'fence_high_water', 'TRUNCATE')")"
+
+sql postgres -c 'CREATE DATABASE owned_by_owner OWNER app_owner TEMPLATE template0'
+if pg_restore -U app_owner --exit-on-error -d owned_by_owner "$workdir/owned.dump" \
+	2>"$workdir/pg_restore_owner.log"; then
+	not_ok "a restore by the owner stops at CREATE EXTENSION (untrusted)"
+else
+	expect_eq "a restore by the owner stops at CREATE EXTENSION (untrusted)" "1" \
+		"$(grep -c 'permission denied to create extension "fencing"' "$workdir/pg_restore_owner.log")"
+fi
+
+sql postgres -c 'CREATE DATABASE owned_copy OWNER app_owner TEMPLATE template0'
+if pg_restore --exit-on-error -d owned_copy "$workdir/owned.dump" 2>"$workdir/pg_restore_copy.log"; then
+	ok "pg_restore of the owner's dump by a superuser"
+else
+	not_ok "pg_restore of the owner's dump by a superuser"
+	sed 's/^/#   /' "$workdir/pg_restore_copy.log"
+fi
+expect_eq "the restored copy has the owner's marks" "$owned_marks" \
+	"$(marks_of owned_copy || echo '(fence_marks unreadable)')"
+expect_eq "in the restored copy the owner still reads, and cannot write, the marks table" "t|f" \
+	"$(sql owned_copy -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'SELECT'),
+		has_table_privilege('app_owner', 'fence_high_water', 'UPDATE')")"
+expect_eq "in the restored copy a stale write of the owner is rejected (TF001)" "TF001" \
+	"$(sqlstate_of owned_copy "SET ROLE app_owner; UPDATE shipments SET tok = 7 WHERE order_id = 1")"
+expect_eq "in the restored copy a newer write of the owner is accepted" "00000" \
+	"$(sqlstate_of owned_copy "SET ROLE app_owner; UPDATE shipments SET tok = 9 WHERE order_id = 1")"
+
+# A dump of one table carries no marks.  The README's procedure: copy the
+# table's marks along, and raise them in the target with fence_advance()
+# before the rows are loaded.
+harness_log "table-only dump, with its marks copied along"
+pg_dump -U app_owner -Fc -t shipments -f "$workdir/shipments.dump" owned
+sql owned -U app_owner -c "\\copy (SELECT resource, token FROM fence_marks WHERE resource LIKE 'shipment:%') TO '$workdir/shipment_marks.csv' WITH (FORMAT csv)"
+sql postgres -c 'CREATE DATABASE one_table TEMPLATE template0'
+sql one_table -c 'CREATE EXTENSION fencing'
+sql one_table >/dev/null <<EOF
+CREATE TEMP TABLE copied_marks (resource text, token fence_token);
+\\copy copied_marks FROM '$workdir/shipment_marks.csv' WITH (FORMAT csv)
+SELECT fence_advance(resource, token) FROM copied_marks;
+EOF
+expect_eq "the marks copied along are raised in the target" "$(cut -d'|' -f1,2 <<<"$owned_marks")" \
+	"$(sql one_table -c 'SELECT resource, token FROM fence_marks ORDER BY resource COLLATE "C"')"
+pg_restore --exit-on-error -d one_table "$workdir/shipments.dump"
+expect_eq "the table-only dump itself brought no marks" "2" \
+	"$(sql one_table -c 'SELECT count(*) FROM fence_marks')"
+expect_eq "the table restored alone rejects a stale write (TF001)" "TF001" \
+	"$(sqlstate_of one_table "UPDATE shipments SET tok = 7 WHERE order_id = 1")"
+
 if [ "$failed" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
 	echo "# server messages of the statements run:"
 	sed 's/^/#   /' "$workdir/statements.log"

@@ -1,0 +1,130 @@
+/*-------------------------------------------------------------------------
+ *
+ * replica.c
+ *	  Fenced tables on a logical-replication subscriber.
+ *
+ * The publisher fenced every write before it committed, so the apply
+ * worker of a subscriber must not judge them again: its marks can lag the
+ * publisher's, a DELETE carries no token at all, and a rejected change
+ * stops replication for good (the worker retries it forever).  In the
+ * apply worker the guard therefore accepts every replicated write and
+ * only raises the subscriber's own marks to the tokens the rows carry,
+ * so that the subscriber's local writers stay fenced (fence_guard.c;
+ * the guard must be ENABLE ALWAYS or ENABLE REPLICA to fire there).
+ *
+ * The marks on a subscriber belong to the subscriber.  A FOR ALL TABLES
+ * publication also publishes the extension's marks table; its rows then
+ * arrive at the subscriber's marks table, where the trigger
+ * fence_marks_replicated() turns each into a raise: a replicated mark
+ * never lowers a mark of the subscriber's, never collides with one (the
+ * subscriber's row is raised in place of the insert), and a mark deleted
+ * on the publisher (fence_forget) stays on the subscriber.
+ *
+ * IDENTIFICATION
+ *	  src/replica.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "fence_token.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "replica.h"
+#include "replication/logicalworker.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+/* Columns of the marks table, as in marks.c. */
+#define Anum_mark_resource	1
+#define Anum_mark_token		2
+
+PG_FUNCTION_INFO_V1(fence_marks_replicated);
+
+/*
+ * replica_applying
+ *		Whether this backend applies changes from a publisher: a logical
+ *		replication apply or table synchronization worker.
+ */
+bool
+replica_applying(void)
+{
+	return IsLogicalWorker();
+}
+
+/*
+ * replica_raise
+ *		Raise the subscriber's mark of resource to token, never lowering
+ *		it, through fence_advance() of the extension in extnsp.
+ */
+void
+replica_raise(Oid extnsp, const char *resource, FenceToken token)
+{
+	static Oid	advance_nsp = InvalidOid;
+	static Oid	advance = InvalidOid;
+
+	if (advance_nsp != extnsp)
+	{
+		Oid			argtypes[2];
+
+		argtypes[0] = TEXTOID;
+		argtypes[1] = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+									  CStringGetDatum("fence_token"),
+									  ObjectIdGetDatum(extnsp));
+		advance = LookupFuncName(list_make2(makeString(get_namespace_name(extnsp)),
+											makeString("fence_advance")),
+								 2, argtypes, false);
+		advance_nsp = extnsp;
+	}
+	(void) OidFunctionCall2(advance, CStringGetTextDatum(resource),
+							FenceTokenGetDatum(token));
+}
+
+/*
+ * fence_marks_replicated
+ *		BEFORE INSERT OR UPDATE OR DELETE trigger on the marks table,
+ *		ENABLE ALWAYS.  In the apply worker, turns a replicated mark into a
+ *		raise of the subscriber's own and skips the change itself;
+ *		anywhere else, lets the write through unchanged.
+ */
+Datum
+fence_marks_replicated(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	tuple;
+	bool		isnull;
+	Datum		resource;
+	Datum		token;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("fence_marks_replicated: must be called as a BEFORE ROW trigger")));
+
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	if (!replica_applying())
+		return PointerGetDatum(tuple);
+
+	/* A mark forgotten on the publisher is not forgotten here. */
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		return PointerGetDatum(NULL);
+
+	resource = heap_getattr(tuple, Anum_mark_resource,
+							RelationGetDescr(trigdata->tg_relation), &isnull);
+	if (isnull)
+		return PointerGetDatum(NULL);
+	token = heap_getattr(tuple, Anum_mark_token,
+						 RelationGetDescr(trigdata->tg_relation), &isnull);
+	if (isnull)
+		return PointerGetDatum(NULL);
+	replica_raise(RelationGetNamespace(trigdata->tg_relation),
+				  TextDatumGetCString(resource), DatumGetFenceToken(token));
+	return PointerGetDatum(NULL);
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# test/scripts/dist.sh: the release tarball that "make dist" builds is
+# complete on its own.
+#
+# Builds the tarball (git archive of HEAD: uncommitted changes are not in
+# it), checks its name, its single top directory and the packaging files
+# and their versions, unpacks it in a temporary directory away from the
+# working tree, builds it with warnings as errors, installs it and runs
+# "make installcheck" there against a throwaway cluster.  Whatever
+# happens, the working tree's build is installed again at exit, so that the
+# suites that run next test the working tree.
+#
+# Prints one "ok - ..." or "not ok - ..." line per assertion and exits
+# non-zero if any failed.
+#
+#   bash test/scripts/dist.sh
+set -euo pipefail
+
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+
+# Put the working tree's build back, then let the harness clean up, keeping
+# the script's exit status.
+restore_working_tree() {
+	local rc=$?
+	harness_log "installing the working tree again"
+	as_root make -C "$FENCING_TOP" -s install PG_CONFIG="$PG_CONFIG" >/dev/null 2>&1 ||
+		echo "# could not install the working tree again" >&2
+	(exit $rc)
+	harness_cleanup
+}
+trap restore_working_tree EXIT
+
+failed=0
+ok() { printf 'ok - %s\n' "$1"; }
+not_ok() {
+	printf 'not ok - %s\n' "$1"
+	failed=$((failed + 1))
+}
+check() {
+	local desc=$1
+	shift
+	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+harness_tmpdir workdir
+version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$FENCING_TOP/fencing.control")
+name=fencing-$version
+
+harness_log "make dist ($name.tar.gz)"
+if ! git -C "$FENCING_TOP" diff --quiet HEAD --; then
+	echo "# the working tree has uncommitted changes: the tarball holds HEAD"
+fi
+make -C "$FENCING_TOP" -s dist PG_CONFIG="$PG_CONFIG" 2>/dev/null
+mv "$FENCING_TOP/$name.tar.gz" "$workdir/"
+tarball=$workdir/$name.tar.gz
+check "make dist builds $name.tar.gz" test -s "$tarball"
+
+tar -tzf "$tarball" >"$workdir/contents"
+tops=$(cut -d/ -f1 "$workdir/contents" | sort -u)
+check "every file of the tarball is under $name/" test "$tops" = "$name"
+for f in LICENSE CHANGELOG.md META.json README.md Makefile fencing.control \
+	sql/fencing--1.0.sql sql/fencing--1.0--1.1.sql src/fencing.c; do
+	check "the tarball holds $f" grep -qxF "$name/$f" "$workdir/contents"
+done
+
+tar -xzf "$tarball" -C "$workdir"
+tree=$workdir/$name
+meta_versions=$(python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+print(m["version"], m["provides"]["fencing"]["version"], m["license"])
+' "$tree/META.json")
+check "META.json gives version $version.0 (semver) for the release and the extension, licence postgresql" \
+	test "$meta_versions" = "$version.0 $version.0 postgresql"
+check "CHANGELOG.md has a section for $version" grep -q "^## $version\b" "$tree/CHANGELOG.md"
+check "LICENSE is the PostgreSQL Licence" grep -q '^PostgreSQL License$' "$tree/LICENSE"
+
+harness_log "building and installing $name from the tarball"
+make -C "$tree" -s PG_CONFIG="$PG_CONFIG" \
+	PG_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers" \
+	>"$workdir/build.log" 2>&1 && ok "the unpacked tarball builds with -Werror" ||
+	{ not_ok "the unpacked tarball builds with -Werror"; sed 's/^/#   /' "$workdir/build.log"; }
+as_root make -C "$tree" -s install PG_CONFIG="$PG_CONFIG" >>"$workdir/build.log" 2>&1 &&
+	ok "the unpacked tarball installs" || not_ok "the unpacked tarball installs"
+check "the installed library is the one built from the tarball" \
+	cmp -s "$tree/fencing.so" "$("$PG_CONFIG" --pkglibdir)/fencing.so"
+
+harness_start_pg
+harness_log "make installcheck in the unpacked tarball"
+if make -C "$tree" -s installcheck PG_CONFIG="$PG_CONFIG" >"$workdir/installcheck.log" 2>&1; then
+	ok "make installcheck passes in the unpacked tarball ($(grep -c ' ok ' "$workdir/installcheck.log") tests)"
+else
+	not_ok "make installcheck passes in the unpacked tarball"
+	sed 's/^/#   /' "$workdir/installcheck.log"
+	for d in "$tree/regression.diffs" "$tree/output_iso/regression.diffs"; do
+		[ -f "$d" ] && sed 's/^/#   /' "$d"
+	done
+fi
+
+[ "$failed" -eq 0 ]

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# test/scripts/logical_replication.sh: a fenced table on a logical-
+# replication subscriber (SPEC §2; README "Logical replication").
+#
+# Starts two throwaway clusters, a publisher (wal_level = logical) and a
+# subscriber, each with the extension and a table guarded per resource;
+# the subscriber's guard is ENABLE ALWAYS, so that it fires in the apply
+# worker.  The publication is FOR ALL TABLES, which also publishes the
+# extension's marks table.  Then checks that:
+#
+# - INSERT, UPDATE, DELETE and a move between resources all reach the
+#   subscriber (before, the apply worker failed every DELETE with "no
+#   token" and retried it forever: replication stalled);
+# - the subscriber's own marks are raised from the replicated tokens, so
+#   a stale local write on the subscriber is rejected and a fresh one
+#   accepted;
+# - replicated marks rows only raise the subscriber's marks: never lower
+#   them, never collide with them, and a mark forgotten on the publisher
+#   stays on the subscriber.
+#
+# Every wait polls the subscriber (its data, pg_subscription_rel) against
+# a deadline; nothing sleeps for a fixed time to let replication happen.
+#
+# Prints one "ok - ..." or "not ok - ..." line per assertion and exits
+# non-zero if any failed.
+#
+#   bash test/scripts/logical_replication.sh
+set -euo pipefail
+
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+
+harness_start_pg "wal_level = logical"
+PUB_HOST=$PGHOST PUB_PORT=$PGPORT PUB_DATA=$PGDATA_DIR
+harness_start_pg
+SUB_HOST=$PGHOST SUB_PORT=$PGPORT SUB_DATA=$PGDATA_DIR
+
+failed=0
+ok() { printf 'ok - %s\n' "$1"; }
+not_ok() {
+	printf 'not ok - %s\n' "$1"
+	failed=$((failed + 1))
+}
+expect_eq() {
+	local desc=$1 want=$2 got=$3
+	if [ "$want" = "$got" ]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
+	fi
+}
+
+pub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$PUB_HOST" -p "$PUB_PORT" "$@"; }
+sub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$SUB_HOST" -p "$SUB_PORT" "$@"; }
+
+# The SQLSTATE a statement ends with on the subscriber ("00000" on success).
+sub_sqlstate() {
+	printf '%s;\n\\echo SQLSTATE=:SQLSTATE\n' "$1" |
+		psql -X -q -A -t -v ON_ERROR_STOP=0 -h "$SUB_HOST" -p "$SUB_PORT" 2>/dev/null |
+		sed -n 's/^SQLSTATE=//p'
+}
+
+# Poll the subscriber until a query returns the wanted text, for at most
+# 30 seconds; print what it returned last.
+wait_sub() {
+	local query=$1 want=$2 got=
+	for _ in $(seq 300); do
+		got=$(sub -c "$query" 2>/dev/null || true)
+		[ "$got" = "$want" ] && break
+		sleep 0.1
+	done
+	printf '%s' "$got"
+}
+
+schema="
+CREATE EXTENSION fencing;
+CREATE TABLE items (id int PRIMARY KEY, order_id int NOT NULL, tok fence_token, val text);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{order_id}');
+"
+pub -c "$schema"
+sub -c "$schema"
+sub -c "ALTER TABLE items ENABLE ALWAYS TRIGGER fence"
+
+# A mark the subscriber already has, above the one the publisher will send.
+sub -c "SELECT fence_advance('shared:x', 50)" >/dev/null
+
+pub -c "CREATE PUBLICATION pub FOR ALL TABLES"
+sub -c "CREATE SUBSCRIPTION sub CONNECTION 'host=$PUB_HOST port=$PUB_PORT dbname=postgres user=postgres' PUBLICATION pub"
+
+expect_eq "the initial synchronization finishes" "t" \
+	"$(wait_sub "SELECT bool_and(srsubstate = 'r') AND count(*) = 2 FROM pg_subscription_rel" t)"
+
+# INSERT, UPDATE, a move between resources, DELETE
+pub >/dev/null <<'SQL'
+INSERT INTO items VALUES (1, 1, 10, 'a'), (2, 2, 20, 'b'), (3, 3, 30, 'c');
+UPDATE items SET tok = 11, val = 'a2' WHERE id = 1;
+UPDATE items SET order_id = 2, tok = 21, val = 'moved' WHERE id = 1;
+SELECT fence_use('order:3', 31);
+DELETE FROM items WHERE id = 3;
+SQL
+want="1|2|21|moved
+2|2|20|b"
+expect_eq "INSERT, UPDATE, a move and DELETE reach the subscriber" "$want" \
+	"$(wait_sub "SELECT id, order_id, tok, val FROM items ORDER BY id" "$want")"
+expect_eq "the apply worker is running, not restarting" "t" \
+	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")"
+
+# The subscriber's marks were raised from the replicated tokens: the move
+# raised both resources to 21.  (order:3 was raised by the publisher's
+# DELETE, whose declared token is not replicated: its mark comes from the
+# marks table's own replication, checked below.)
+expect_eq "the subscriber's marks follow the replicated tokens" "order:1|21
+order:2|21" "$(sub -c "SELECT resource, token FROM fence_marks WHERE resource IN ('order:1', 'order:2') ORDER BY 1")"
+
+# The subscriber stays fenced for its local writers.
+expect_eq "a stale local write on the subscriber is rejected" "TF001" \
+	"$(sub_sqlstate "INSERT INTO items VALUES (10, 2, 20, 'stale')")"
+expect_eq "a tokenless local DELETE on the subscriber is rejected" "TF002" \
+	"$(sub_sqlstate "DELETE FROM items WHERE id = 2")"
+expect_eq "a fresh local write on the subscriber is accepted" "00000" \
+	"$(sub_sqlstate "INSERT INTO items VALUES (10, 5, 1, 'local')")"
+
+# The marks table is published too (FOR ALL TABLES): replicated marks
+# only raise the subscriber's.
+expect_eq "the publisher's marks table is in the publication" "t" \
+	"$(pub -c "SELECT count(*) = 1 FROM pg_publication_tables WHERE pubname = 'pub' AND tablename = 'fence_high_water'")"
+expect_eq "a replicated mark raises the subscriber's" "order:3|31" \
+	"$(wait_sub "SELECT resource, token FROM fence_marks WHERE resource = 'order:3'" "order:3|31")"
+pub -c "SELECT fence_advance('shared:x', 40)" >/dev/null
+pub -c "INSERT INTO items VALUES (4, 4, 40, 'after a lower mark')"
+wait_sub "SELECT count(*) FROM items WHERE id = 4" 1 >/dev/null
+expect_eq "a replicated lower mark does not lower the subscriber's" "50" \
+	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")"
+pub -c "SELECT fence_advance('shared:x', 60)" >/dev/null
+expect_eq "a replicated higher mark raises the subscriber's" "60" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'shared:x'" 60)"
+pub -c "SELECT fence_forget('shared:x')" >/dev/null
+pub -c "INSERT INTO items VALUES (5, 5, 50, 'after a forget')"
+wait_sub "SELECT count(*) FROM items WHERE id = 5" 1 >/dev/null
+expect_eq "a mark forgotten on the publisher stays on the subscriber" "60" \
+	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")"
+expect_eq "replication still runs after all of it" "t" \
+	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")"
+
+# Outside the apply worker, the marks table's trigger changes nothing.
+expect_eq "a superuser's own write to the marks table passes the trigger" "1" \
+	"$(sub -c "DELETE FROM fence_high_water WHERE resource = 'shared:x' RETURNING 1")"
+
+sub -c "DROP SUBSCRIPTION sub" >/dev/null
+if [ $failed -gt 0 ]; then
+	echo "# subscriber log:"
+	tail -20 "$SUB_DATA/../server.log" | sed 's/^/#   /'
+fi
+[ $failed -eq 0 ]

@@ -1,0 +1,340 @@
+#!/usr/bin/env bash
+# test/scripts/upgrade.sh: an install upgraded with ALTER EXTENSION fencing
+# UPDATE equals a fresh install of the default version, and keeps fencing.
+#
+# For every version the server offers other than the default (1.0 today),
+# database "from_<version>" installs that version from its own script,
+# gets the same fenced tables and marks as a fresh database "fresh"
+# (written at the old version, with the new library), and is updated;
+# "from_<version>_other_am" does the same with its marks table created
+# under a table access method other than heap, as a 1.0 install could
+# have been.  Then the extensions of the two
+# databases are compared, as text and shown as a diff when they differ:
+#
+#  - the catalogs: members (pg_depend deptype 'e', pg_identify_object),
+#    every member function's properties, relations (access method,
+#    options, columns, constraints, indexes, views), types, operators,
+#    casts, operator classes, event triggers, ACLs and initial privileges,
+#    comments, and extconfig/extcondition;
+#  - pg_dump --binary-upgrade --schema-only, OIDs normalized, which lists
+#    every member with its full definition.
+#
+# Nothing here names an object of 1.1, so whatever is appended to
+# sql/fencing--1.0--1.1.sql is compared too.  As long as there is no
+# fencing--1.1.sql, a fresh install runs the 1.0 script and then the same
+# update scripts: what this catches then is an update script whose result
+# depends on the database it runs in (its settings, such as the access
+# method below, its marks, what was written at the old version), and, the
+# day a full script for a newer version exists, any drift between the two
+# paths.  Finally the upgraded database must still fence with the marks
+# written before the update.
+#
+# Prints one "ok - ..." or "not ok - ..." line per assertion and exits
+# non-zero if any failed.
+#
+#   bash test/scripts/upgrade.sh
+set -euo pipefail
+
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+
+harness_start_pg
+harness_tmpdir workdir
+
+failed=0
+ok() { printf 'ok - %s\n' "$1"; }
+not_ok() {
+	printf 'not ok - %s\n' "$1"
+	failed=$((failed + 1))
+}
+
+# Assert that two strings are equal; show both when they are not.
+expect_eq() {
+	local desc=$1 want=$2 got=$3
+	if [ "$want" = "$got" ]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
+	fi
+}
+
+# Assert that two files are equal; show the diff when they are not.
+expect_same_file() {
+	local desc=$1 want=$2 got=$3
+	if diff -u "$want" "$got" >"$workdir/diff" 2>&1; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		sed 's/^/#   /' "$workdir/diff"
+	fi
+}
+
+# Run SQL in a database, stopping at the first error; unaligned output.
+sql() {
+	local db=$1
+	shift
+	psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"
+}
+
+# The SQLSTATE a statement ends with in a database ("00000" on success).
+sqlstate_of() {
+	local db=$1 stmt=$2
+	{
+		printf '%s;\n' "$stmt"
+		printf '\\echo SQLSTATE=:SQLSTATE\n'
+	} | psql -X -q -A -t -v ON_ERROR_STOP=0 -d "$db" 2>>"$workdir/statements.log" |
+		sed -n 's/^SQLSTATE=//p'
+}
+
+# A new database, with a table access method heap_copy (heap's handler
+# under another name): the old installs below create their marks table
+# with it, and it exists everywhere so that the dumps can be compared.
+new_db() {
+	sql postgres -c "CREATE DATABASE $1"
+	sql "$1" -c 'CREATE ACCESS METHOD heap_copy TYPE TABLE HANDLER heap_tableam_handler'
+}
+
+# Fenced tables of both scopes, a TRUNCATE guard, and marks; the same in
+# every database.
+fill() {
+	sql "$1" >/dev/null <<'EOF'
+CREATE TABLE orders (id int PRIMARY KEY, status text NOT NULL, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON orders
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok');
+
+CREATE TABLE items (order_id int NOT NULL, item text NOT NULL, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{order_id}');
+CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON items
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
+
+INSERT INTO orders VALUES (1, 'new', 5), (2, 'new', 12);
+INSERT INTO items VALUES (1, 'apple', 30), (2, 'pear', 7);
+UPDATE items SET tok = 34 WHERE order_id = 1;
+SELECT fence_advance('order:9', 100);
+EOF
+}
+
+# The extension as the catalogs describe it, one line per fact, sorted, no
+# OIDs.  Every query is over the members, so that a new kind of member
+# shows up at least in the first list.
+catalog_of() {
+	sql "$1" <<'EOF'
+\pset fieldsep ' | '
+CREATE TEMP VIEW m AS
+	SELECT d.classid, d.objid, d.objsubid
+	FROM pg_catalog.pg_depend d
+	WHERE d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+		AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'fencing')
+		AND d.deptype = 'e';
+SELECT 'extension', e.extname, e.extversion, e.extrelocatable, n.nspname,
+	(SELECT pg_catalog.string_agg(c::pg_catalog.regclass::text || ' WHERE ' || pg_catalog.quote_literal(w), ', '
+		ORDER BY c::pg_catalog.regclass::text)
+	 FROM unnest(e.extconfig, e.extcondition) AS u(c, w)) AS config_dump
+FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+WHERE e.extname = 'fencing';
+SELECT 'member', i.type, i.identity
+FROM m, pg_catalog.pg_identify_object(m.classid, m.objid, m.objsubid) i ORDER BY 2, 3;
+SELECT 'comment', i.type, i.identity, ds.description
+FROM pg_catalog.pg_description ds
+	JOIN m ON ds.classoid = m.classid AND ds.objoid = m.objid,
+	pg_catalog.pg_identify_object(ds.classoid, ds.objoid, ds.objsubid) i
+ORDER BY 2, 3;
+SELECT 'init_privs', i.type, i.identity, ip.privtype, ip.initprivs
+FROM pg_catalog.pg_init_privs ip
+	JOIN m ON ip.classoid = m.classid AND ip.objoid = m.objid,
+	pg_catalog.pg_identify_object(ip.classoid, ip.objoid, ip.objsubid) i
+ORDER BY 2, 3;
+SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.prokind, p.provolatile, p.proparallel,
+	p.prosecdef, p.proisstrict, p.proleakproof, p.proretset, p.proconfig,
+	pg_catalog.pg_get_function_result(p.oid), pg_catalog.pg_get_function_arguments(p.oid),
+	l.lanname, p.prosrc, p.probin, p.procost, p.prorows, p.prosupport, p.proacl
+FROM pg_catalog.pg_proc p JOIN m ON m.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND m.objid = p.oid
+	JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+ORDER BY 2;
+SELECT 'aggregate', a.aggfnoid::pg_catalog.regprocedure::text, a.aggkind, a.aggtransfn, a.aggfinalfn,
+	a.aggcombinefn, a.aggsortop::pg_catalog.regoperator, a.aggtranstype::pg_catalog.regtype, a.agginitval
+FROM pg_catalog.pg_aggregate a JOIN m ON m.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND m.objid = a.aggfnoid
+ORDER BY 2;
+SELECT 'relation', c.oid::pg_catalog.regclass::text, c.relkind, am.amname, c.relpersistence, c.reloptions,
+	c.relrowsecurity, c.relforcerowsecurity, c.relreplident, c.relacl
+FROM pg_catalog.pg_class c JOIN m ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = c.oid
+	LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam
+ORDER BY 2;
+SELECT 'column', a.attrelid::pg_catalog.regclass::text,
+	pg_catalog.row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum), a.attname,
+	pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull, co.collname,
+	pg_catalog.pg_get_expr(ad.adbin, ad.adrelid), a.attidentity, a.attgenerated, a.attstorage,
+	a.attacl
+FROM pg_catalog.pg_attribute a JOIN m ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = a.attrelid
+	LEFT JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation
+	LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+WHERE a.attnum > 0 AND NOT a.attisdropped
+ORDER BY 2, 3;
+SELECT 'constraint', co.conrelid::pg_catalog.regclass::text, co.conname, pg_catalog.pg_get_constraintdef(co.oid)
+FROM pg_catalog.pg_constraint co JOIN m ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = co.conrelid
+ORDER BY 2, 3;
+SELECT 'index', i.indrelid::pg_catalog.regclass::text, pg_catalog.pg_get_indexdef(i.indexrelid)
+FROM pg_catalog.pg_index i JOIN m ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = i.indrelid
+ORDER BY 2, 3;
+SELECT 'view', c.oid::pg_catalog.regclass::text, pg_catalog.pg_get_viewdef(c.oid)
+FROM pg_catalog.pg_class c JOIN m ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = c.oid
+WHERE c.relkind IN ('v', 'm')
+ORDER BY 2;
+SELECT 'trigger', t.tgrelid::pg_catalog.regclass::text, pg_catalog.pg_get_triggerdef(t.oid), t.tgenabled
+FROM pg_catalog.pg_trigger t JOIN m ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = t.tgrelid
+ORDER BY 2, 3;
+SELECT 'policy', p.polrelid::pg_catalog.regclass::text, p.polname, p.polcmd, p.polpermissive,
+	pg_catalog.pg_get_expr(p.polqual, p.polrelid), pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid)
+FROM pg_catalog.pg_policy p JOIN m ON m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid = p.polrelid
+ORDER BY 2, 3;
+SELECT 'type', t.oid::pg_catalog.regtype::text, t.typtype, t.typlen, t.typbyval, t.typalign, t.typstorage,
+	t.typcategory, t.typispreferred, t.typinput, t.typoutput, t.typreceive, t.typsend,
+	t.typmodin, t.typmodout, t.typanalyze, t.typelem::pg_catalog.regtype,
+	t.typbasetype::pg_catalog.regtype, t.typnotnull, t.typdefault, t.typacl
+FROM pg_catalog.pg_type t JOIN m ON m.classid = 'pg_catalog.pg_type'::pg_catalog.regclass AND m.objid = t.oid
+ORDER BY 2;
+SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprcode, o.oprcom::pg_catalog.regoperator,
+	o.oprnegate::pg_catalog.regoperator, o.oprrest, o.oprjoin, o.oprcanmerge, o.oprcanhash,
+	o.oprresult::pg_catalog.regtype
+FROM pg_catalog.pg_operator o JOIN m ON m.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND m.objid = o.oid
+ORDER BY 2;
+SELECT 'cast', c.castsource::pg_catalog.regtype::text, c.casttarget::pg_catalog.regtype::text,
+	c.castfunc::pg_catalog.regprocedure, c.castcontext, c.castmethod
+FROM pg_catalog.pg_cast c JOIN m ON m.classid = 'pg_catalog.pg_cast'::pg_catalog.regclass AND m.objid = c.oid
+ORDER BY 2, 3;
+SELECT 'opclass', i.identity, oc.opcdefault, oc.opcintype::pg_catalog.regtype,
+	oc.opckeytype::pg_catalog.regtype, f.identity
+FROM pg_catalog.pg_opclass oc JOIN m ON m.classid = 'pg_catalog.pg_opclass'::pg_catalog.regclass AND m.objid = oc.oid,
+	pg_catalog.pg_identify_object('pg_catalog.pg_opclass'::pg_catalog.regclass, oc.oid, 0) i,
+	pg_catalog.pg_identify_object('pg_catalog.pg_opfamily'::pg_catalog.regclass, oc.opcfamily, 0) f
+ORDER BY 2;
+SELECT 'amop', f.identity, o.amopstrategy, o.amopopr::pg_catalog.regoperator::text, o.amoppurpose,
+	o.amopsortfamily
+FROM pg_catalog.pg_amop o,
+	pg_catalog.pg_identify_object('pg_catalog.pg_opfamily'::pg_catalog.regclass, o.amopfamily, 0) f
+WHERE o.amopopr IN (SELECT objid FROM m WHERE classid = 'pg_catalog.pg_operator'::pg_catalog.regclass)
+ORDER BY 2, 3, 4;
+SELECT 'amproc', f.identity, p.amprocnum, p.amproclefttype::pg_catalog.regtype::text,
+	p.amprocrighttype::pg_catalog.regtype::text, p.amproc::pg_catalog.regprocedure
+FROM pg_catalog.pg_amproc p,
+	pg_catalog.pg_identify_object('pg_catalog.pg_opfamily'::pg_catalog.regclass, p.amprocfamily, 0) f
+WHERE p.amproc IN (SELECT objid FROM m WHERE classid = 'pg_catalog.pg_proc'::pg_catalog.regclass)
+ORDER BY 2, 3, 4, 5;
+SELECT 'event trigger', t.evtname, t.evtevent, t.evtfoid::pg_catalog.regprocedure, t.evtenabled, t.evttags
+FROM pg_catalog.pg_event_trigger t JOIN m ON m.classid = 'pg_catalog.pg_event_trigger'::pg_catalog.regclass AND m.objid = t.oid
+ORDER BY 2;
+EOF
+}
+
+# pg_dump --binary-upgrade --schema-only, which dumps the extension's
+# members one by one, with what differs between any two databases (OIDs,
+# transaction ids, LSNs, the \restrict key) replaced by placeholders.
+dump_of() {
+	pg_dump --binary-upgrade --schema-only -d "$1" |
+		sed -E -e "s/'[0-9]+'::pg_catalog\.oid/'OID'::pg_catalog.oid/g" \
+			-e "s/'\{[0-9, ]*\}'/'{OIDS}'/g" \
+			-e "s/^WHERE oid = '[0-9]+';$/WHERE oid = 'OID';/" \
+			-e "s/relfrozenxid = '[0-9]+', relminmxid = '[0-9]+'/relfrozenxid = 'XID', relminmxid = 'XID'/" \
+			-e "s/'\{[0-9A-F/,]*\}'::pg_catalog\.pg_lsn\[\]/'{LSNS}'::pg_catalog.pg_lsn[]/" \
+			-e 's/^\\(un)?restrict .*/\\\1restrict KEY/'
+}
+
+default_version=$(sql postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'fencing'")
+old_versions=$(sql postgres -c "SELECT version FROM pg_available_extension_versions
+	WHERE name = 'fencing' AND version <> '$default_version' ORDER BY version")
+expect_eq "the server offers versions to upgrade from" "yes" "$([ -n "$old_versions" ] && echo yes || echo no)"
+
+harness_log "fresh install of $default_version"
+new_db fresh
+sql fresh -c 'CREATE EXTENSION fencing'
+fill fresh
+catalog_of fresh >"$workdir/fresh.catalog"
+dump_of fresh >"$workdir/fresh.dump"
+
+# Update database $1 to the default version.
+update_db() {
+	local db=$1
+	sql "$db" -c 'ALTER EXTENSION fencing UPDATE'
+	expect_eq "$db: ALTER EXTENSION fencing UPDATE reaches $default_version" "$default_version" \
+		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")"
+}
+
+# Compare the extension of database $1 with the fresh install's.
+compare_db() {
+	local db=$1
+	catalog_of "$db" >"$workdir/$db.catalog"
+	expect_same_file "$db: the catalogs describe the extension as a fresh install does" \
+		"$workdir/fresh.catalog" "$workdir/$db.catalog"
+	dump_of "$db" >"$workdir/$db.dump"
+	expect_same_file "$db: pg_dump --binary-upgrade --schema-only equals a fresh install's" \
+		"$workdir/fresh.dump" "$workdir/$db.dump"
+}
+
+for v in $old_versions; do
+	# An install of version $v, fenced tables and marks written at $v with
+	# the new library, then the update.
+	db=from_${v//./_}
+	harness_log "install $v, fill, update to $default_version"
+	new_db "$db"
+	sql "$db" -c "CREATE EXTENSION fencing VERSION '$v'"
+	expect_eq "$db: version $v installed" "$v" \
+		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")"
+	if fill "$db" 2>"$workdir/fill.log"; then
+		ok "$db: fenced writes work at $v with the new library"
+	else
+		not_ok "$db: fenced writes work at $v with the new library"
+		sed 's/^/#   /' "$workdir/fill.log"
+	fi
+	marks_before=$(sql "$db" -c 'SELECT resource, token, moved_at FROM fence_marks ORDER BY 1')
+	update_db "$db"
+	compare_db "$db"
+
+	harness_log "$db: fencing after the update"
+	expect_eq "$db: the marks are those written before the update" "$marks_before" \
+		"$(sql "$db" -c 'SELECT resource, token, moved_at FROM fence_marks ORDER BY 1')"
+	expect_eq "$db: a stale resource-scope write is rejected (TF001)" "TF001" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")"
+	expect_eq "$db: a write below a mark set by hand is rejected (TF001)" "TF001" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (9, 'stale', 99)")"
+	expect_eq "$db: a stale row-scope update is rejected (TF001)" "TF001" \
+		"$(sqlstate_of "$db" "UPDATE orders SET status = 'stale', tok = 4 WHERE id = 1")"
+	expect_eq "$db: a write without a token is rejected (TF002)" "TF002" \
+		"$(sqlstate_of "$db" "UPDATE items SET item = 'none' WHERE order_id = 2")"
+	expect_eq "$db: TRUNCATE of the guarded table is refused (TF004)" "TF004" \
+		"$(sqlstate_of "$db" "TRUNCATE items")"
+	expect_eq "$db: a newer resource-scope write is accepted" "00000" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'fresh', 35)")"
+	expect_eq "$db: a newer row-scope update is accepted" "00000" \
+		"$(sqlstate_of "$db" "UPDATE orders SET status = 'paid', tok = 6 WHERE id = 1")"
+	expect_eq "$db: the accepted write raised the mark to 35" "35" \
+		"$(sql "$db" -c "SELECT fence_mark('order:1')")"
+	expect_eq "$db: the rows after the writes" $'1|paid|6\n2|new|12' \
+		"$(sql "$db" -c 'SELECT id, status, tok FROM orders ORDER BY id')"
+
+	# An install of version $v whose marks table was created under another
+	# default_table_access_method (here heap_copy, heap's handler under
+	# another name): the library refuses to fence with it until the update
+	# makes it a heap.
+	db=from_${v//./_}_other_am
+	harness_log "install $v with its marks table under another access method, update"
+	new_db "$db"
+	sql "$db" >/dev/null <<EOF
+SET default_table_access_method = heap_copy;
+CREATE EXTENSION fencing VERSION '$v';
+RESET default_table_access_method;
+EOF
+	expect_eq "$db: at $v, a fenced write is refused while the marks table is no heap (TF003)" "TF003" \
+		"$(sqlstate_of "$db" "SELECT fence_advance('order:9', 1)")"
+	update_db "$db"
+	fill "$db"
+	compare_db "$db"
+	expect_eq "$db: after the update, a stale write is rejected (TF001)" "TF001" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")"
+done
+
+if [ "$failed" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
+	echo "# server messages of the statements run:"
+	sed 's/^/#   /' "$workdir/statements.log"
+fi
+[ "$failed" -eq 0 ]
