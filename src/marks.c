@@ -7,7 +7,8 @@
  * resource.  A write with token T to resource R finds the newest version
  * of R's row and
  *
- * - if the mark is below T, updates it to T;
+ * - if the mark is below T, updates it to T (in place, when the current
+ *   subtransaction created that version: see marks_raise);
  * - if it is at or above T, locks it (FOR NO KEY UPDATE) and compares;
  * - if there is none, inserts it.
  *
@@ -26,6 +27,10 @@
  * again, holding the lock until its row is in the index, where the second
  * writer's look finds it and waits for the first to commit.
  *
+ * The table is found through the extension, not the search path, and its
+ * shape (a heap; its columns by name and type; a primary key) is checked
+ * before it is read or written.
+ *
  * Access to the marks table goes around its privileges on purpose: the
  * users whose writes are checked must not be able to write it, yet the
  * trigger they fire raises marks.  Nothing but this file writes it.
@@ -35,7 +40,8 @@
  * mark while we hold the lock), so a per-transaction cache answers them
  * without a lookup.  An entry made in a subtransaction that rolls back is
  * dropped, because the rollback released the row lock and undid the
- * raise.
+ * raise.  The entry also remembers the version this subtransaction wrote,
+ * through which a further raise goes without a lookup.
  *
  * moved_at says when a mark was created or last raised, and also, to
  * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
@@ -60,8 +66,8 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
-#include "catalog/namespace.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
