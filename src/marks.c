@@ -818,17 +818,21 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 
 /*
  * Raise the mark of slot's resource, which this subtransaction holds at a
- * lower token in a version it created, to token.  No lookup is needed:
- * no one else can write the row while we hold it, and that version stays
- * where it is, raised in place.
+ * lower token in a version it created, to token; false if that version is
+ * no longer the mark, and the caller must look it up.  No lookup is
+ * needed otherwise: no one else can write the row while we hold it, and
+ * the version stays where it is, raised in place.  Only a statement of
+ * our own transaction writing the marks table by hand can have updated or
+ * deleted it.
  */
-static void
+static bool
 marks_raise_held(CheckedSlot *slot, FenceToken token)
 {
 	Relation	heap = table_open(marks_relid(), RowExclusiveLock);
 	HeapTupleData tuple;
 	HeapTuple	copy;
 	Buffer		buffer;
+	bool		current;
 
 	tuple.t_self = slot->version;
 	if (!heap_fetch(heap, SnapshotAny, &tuple, &buffer, true))
@@ -837,11 +841,14 @@ marks_raise_held(CheckedSlot *slot, FenceToken token)
 			 ItemPointerGetOffsetNumber(&slot->version));
 	copy = heap_copytuple(&tuple);
 	ReleaseBuffer(buffer);
-	if (!marks_created_in_subxact(copy))
-		elog(ERROR, "high-water mark of resource \"%s\" was not written by this subtransaction",
-			 slot->resource);
-	marks_overwrite(heap, copy, token, GetCurrentTransactionStartTimestamp());
+	current = marks_created_in_subxact(copy) &&
+		((copy->t_data->t_infomask & HEAP_XMAX_INVALID) ||
+		 HEAP_XMAX_IS_LOCKED_ONLY(copy->t_data->t_infomask));
+	if (current)
+		marks_overwrite(heap, copy, token,
+						GetCurrentTransactionStartTimestamp());
 	table_close(heap, NoLock);
+	return current;
 }
 
 /*
@@ -915,9 +922,9 @@ marks_check(const char *resource, FenceToken token, bool strict)
 
 		/* A raise of a version this subtransaction created needs no lookup. */
 		if (token > slot->token && ItemPointerIsValid(&slot->version) &&
-			slot->subid == GetCurrentSubTransactionId())
+			slot->subid == GetCurrentSubTransactionId() &&
+			marks_raise_held(slot, token))
 		{
-			marks_raise_held(slot, token);
 			slot->token = token;
 			slot->written = true;
 			return;
