@@ -22,6 +22,7 @@ OBJS = \
 	src/guard_config.o \
 	src/marks.o \
 	src/redis_conn.o \
+	src/redis_settings.o \
 	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \

@@ -87,6 +87,7 @@ SELECT fence_attach('bad', 'tok', 'b:{}');
 SELECT fence_attach('bad', 'nope');
 SELECT fence_attach('bad', 'n');
 SELECT fence_attach('bad', NULL);
+SELECT fence_attach(NULL, 'tok');
 SELECT count(*) FROM pg_trigger WHERE tgrelid = 'bad'::regclass;
 CREATE ROLE regress_fence_stranger;
 GRANT EXECUTE ON FUNCTION fence_guard() TO regress_fence_stranger;

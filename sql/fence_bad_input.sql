@@ -201,7 +201,7 @@ INSERT INTO setting_cases (setting, value) VALUES
 	('fencing.redis_database', '-1'),
 	('fencing.redis_connect_timeout', '0'), ('fencing.redis_connect_timeout', '61s'),
 	('fencing.redis_command_timeout', '0'), ('fencing.redis_command_timeout', '2h'),
-	('fencing.redis_username', 'a b'), ('fencing.redis_password', repeat('p', 4097)),
+	('fencing.redis_username', 'a b'), ('fencing.redis_password', repeat('p', 1048577)),
 	('fencing.redis_password_file', E'pw\nfile'),
 	('fencing.redis_lock_key', 'no placeholder'),
 	('fencing.redis_lock_key', 'a:<resource>:<resource>'),

@@ -73,6 +73,13 @@ INSERT INTO events_1 VALUES (1, 9, 'stale');
 DELETE FROM events_1;
 TRUNCATE events_1;
 SELECT * FROM events_1;
+-- also when detached concurrently (two transactions)
+CREATE TABLE events_3 PARTITION OF events FOR VALUES FROM (200) TO (300);
+INSERT INTO events VALUES (201, 10, 'c');
+ALTER TABLE events DETACH PARTITION events_3 CONCURRENTLY;
+SELECT * FROM guards('events_3');
+INSERT INTO events_3 VALUES (201, 9, 'stale');
+DROP TABLE events_3;
 -- unfencing it is an explicit act
 DROP TRIGGER fence ON events_1;
 DROP TRIGGER fence_truncate ON events_1;

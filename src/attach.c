@@ -263,8 +263,8 @@ Datum
 fence_attach(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	const char *token_column = NameStr(*PG_GETARG_NAME(1));
-	const char *template = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	const char *token_column;
+	const char *template;
 	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
 	Oid			guard = attach_func(extnsp, "fence_guard", 0, NULL);
 	Oid			truncate_guard = attach_func(extnsp, "fence_truncate_guard", 0, NULL);
@@ -277,10 +277,12 @@ fence_attach(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	int64		seeded = 0;
 
-	if (PG_ARGISNULL(1) || PG_ARGISNULL(3))
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("token column and options must not be null")));
+				 errmsg("table, token column and options must not be null")));
+	token_column = NameStr(*PG_GETARG_NAME(1));
+	template = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	attach_check_owner(relid);
 
 	/* Writers wait from here to the end of the transaction. */
@@ -338,7 +340,7 @@ fence_attach(PG_FUNCTION_ARGS)
 			if (nulls[i])
 				ereport(ERROR,
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("token column and options must not be null")));
+						 errmsg("table, token column and options must not be null")));
 			appendStringInfo(&args, ", %s",
 							 quote_literal_cstr(TextDatumGetCString(elems[i])));
 		}

@@ -401,6 +401,7 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	HeapTuple	newtuple;
 	bool		isnull;
 	Datum		token;
+	const char *resource;
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		return trigdata->tg_trigtuple;
@@ -409,14 +410,19 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	token = heap_getattr(newtuple, config->token_attnum, tupdesc, &isnull);
 	if (config->nparts == 0 || isnull)
 		return newtuple;
-	replica_raise(config->extnsp,
-				  guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc),
-				  DatumGetFenceToken(token));
+	resource = guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc);
+	replica_raise(config->extnsp, resource, DatumGetFenceToken(token));
+
+	/* A row that moved raised both resources on the publisher. */
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
-		replica_raise(config->extnsp,
-					  guard_resource(config, trigdata->tg_trigger,
-									 trigdata->tg_trigtuple, tupdesc),
-					  DatumGetFenceToken(token));
+	{
+		const char *old_resource = guard_resource(config, trigdata->tg_trigger,
+												  trigdata->tg_trigtuple,
+												  tupdesc);
+
+		if (strcmp(old_resource, resource) != 0)
+			replica_raise(config->extnsp, old_resource, DatumGetFenceToken(token));
+	}
 	return newtuple;
 }
 

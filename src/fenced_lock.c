@@ -10,18 +10,24 @@
  *
  * One acquisition is one round trip: a Lua script (fenced_lock_scripts.h)
  * that takes the lock with the caller's owner string and a TTL and issues
- * the next token from a counter, atomically.  The token is declared for
- * the session as by fence_use(), so that the writes that follow are
- * stamped and checked by fence_guard() without naming it.
+ * the next token, atomically.  The token is declared for the session as by
+ * fence_use(), so that the writes that follow are stamped and checked by
+ * fence_guard() without naming it.
  *
- * Counter regression.  Redis can lose the counter's latest value (restart
- * without persistence, failover to a replica that was behind, FLUSHALL).
- * It would then hand the next holder a token at or below tokens the
- * database has already accepted, and fencing would turn upside down: the
- * new holder rejected, the stale one let through.  So every acquisition
- * passes the resource's high-water mark to the script, which raises the
- * counter past it, under the lock, before issuing the token; a WARNING
- * says it happened.
+ * Tokens.  Redis can lose the counter's latest value (restart without
+ * persistence or from an older snapshot, failover to a replica that was
+ * behind, FLUSHALL).  A plain counter would then hand the next holder a
+ * token already handed out, or below tokens the database has accepted,
+ * and fencing would turn upside down: the new holder rejected, the stale
+ * one let through.  So a token is max(counter + 1, microseconds of the
+ * Redis server's clock): after a loss the clock, not the lost counter,
+ * puts it above every token issued before, as long as the clocks of the
+ * Redis servers agree to within a failover's duration (README, "Tokens").
+ *
+ * Counter regression.  In case that clock is behind, every acquisition
+ * passes the resource's newest high-water mark (committed or in progress,
+ * never a snapshot's) to the script, which raises the counter past it,
+ * under the lock, before issuing the token; a WARNING says it happened.
  *
  * Unknown outcomes.  When a command fails after it was sent (timeout,
  * lost connection, cancel), it may still have run.  The owner string of
@@ -30,7 +36,10 @@
  * still held under it instead of waiting for it to expire; a release
  * deletes it too.  Each owner string is unique -- the system identifier,
  * the PID, a per-backend counter and a random part -- so this can only
- * ever take over this session's own locks.
+ * ever take over this session's own locks.  Nothing is kept for a call
+ * that never reached Redis, and what is kept is bounded (FENCED_MAX_MAYBE,
+ * FENCED_MAX_UNKNOWN), so that no failure grows the session's memory
+ * without end.  A failure after the lock was taken gives it back.
  *
  * Nothing here is transactional: Redis does not roll back with the
  * transaction that called us, so neither do the leases nor the session's
@@ -61,6 +70,7 @@
 #include "pgstat.h"
 #include "redis_conn.h"
 #include "resource_map.h"
+#include "resource_name.h"
 #include "storage/latch.h"
 #include "token_parse.h"
 #include "utils/builtins.h"
@@ -88,18 +98,42 @@
 /* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>", at most 73 bytes. */
 #define FENCED_OWNER_LEN			80
 
-/* Owner strings of unknown-outcome attempts kept per resource. */
+/*
+ * Owner strings of unknown-outcome attempts kept: at most FENCED_MAX_MAYBE
+ * per resource (the oldest goes first) and on at most FENCED_MAX_UNKNOWN
+ * resources.  When one more resource would pass that, the owners whose
+ * locks have surely expired go, then those of the resources whose locks
+ * expire soonest, down to FENCED_KEEP_UNKNOWN resources.
+ */
 #define FENCED_MAX_MAYBE			8
+#define FENCED_MAX_UNKNOWN			1024
+#define FENCED_KEEP_UNKNOWN			768
 
 /*
  * How far past the high-water mark a counter that went backwards is set.
  * The lost counter may have handed out tokens above the mark whose holders
  * have not written yet; issuing one of them again would give two holders
- * the same token, both accepted.  A gap wider than any plausible number of
- * unwritten grants keeps the new token above all of them; gaps in tokens
- * cost nothing.
+ * the same token, both accepted.  A gap of a second of clock-made tokens
+ * keeps the new token above those issued in the second before the mark's
+ * was written, or since; gaps in tokens cost nothing.
  */
 #define FENCED_REPAIR_GAP			1000000
+
+/*
+ * How long a token counter key outlives the lock it was last issued with,
+ * in ms.  Past that, the next token comes from the Redis clock, which has
+ * then passed the last token issued (unless tokens were issued faster
+ * than one per microsecond for that long), so the key is disposable and
+ * Redis no longer keeps one per resource ever locked.
+ */
+#define FENCED_COUNTER_LINGER		60000
+
+/*
+ * Token counter keys under this prefix are fencing's own.  Any other
+ * template (the classic "fence:<resource>") may name a key that other
+ * clients INCR, expecting it to last: it never expires.
+ */
+#define FENCED_OWN_KEY_PREFIX		"fencing:"
 
 /*
  * Beyond this many entries, an acquisition prunes leases expired for
@@ -117,18 +151,23 @@ static int	fencing_redis_wait_replicas = 0;
 static int	fencing_redis_wait_timeout = FENCED_DEFAULT_WAIT_TIMEOUT;
 
 /*
- * What this session holds, or may hold, of one resource.  An entry with
- * neither a lease nor maybe-owners is removed.
+ * What this session holds, or may hold, of one resource: a lease; or a
+ * lease that expired long ago and was pruned, kept only while its token is
+ * still declared so that fenced_release can withdraw it ("lapsed"); and
+ * the owner strings of attempts whose outcome is unknown (sent, no answer:
+ * "maybe-owners").  An entry with none of these is removed.
  */
 typedef struct Lease
 {
 	ResourceMapKey key;
-	bool		held;			/* the fields below describe a lease */
+	bool		held;			/* token..owner describe a lease */
+	bool		lapsed;			/* token is a pruned lease's, still declared */
 	FenceToken	token;
 	TimestampTz acquired;
 	TimestampTz expires;		/* by our clock; Redis's decides */
 	char		owner[FENCED_OWNER_LEN];
 	int			nmaybe;			/* owners of unknown-outcome attempts */
+	TimestampTz maybe_until;	/* their locks have expired by then */
 	char		(*maybe)[FENCED_OWNER_LEN]; /* FENCED_MAX_MAYBE slots, made
 											 * on first use */
 } Lease;
@@ -182,7 +221,7 @@ fenced_lock_init(void)
 
 	DefineCustomStringVariable("fencing.redis_token_key",
 							   "Template of the Redis key that counts the tokens of a resource.",
-							   "\"<resource>\" stands for the resource name.  The key never expires.  The default is key layout v1; set \"fence:<resource>\" to share tokens with clients of the classic lock:/fence: layout.",
+							   "\"<resource>\" stands for the resource name.  A key beginning with \"fencing:\" expires a minute after the lock it was last issued with; any other never expires.  The default is key layout v1; set \"fence:<resource>\" to share tokens with clients of the classic lock:/fence: layout.",
 							   &fencing_redis_token_key,
 							   "fencing:v1:{r:<resource>}:token",
 							   PGC_SUSET,
@@ -226,7 +265,7 @@ fenced_lock_init(void)
 							NULL, NULL, NULL);
 }
 
-/* The resource argument: neither NULL nor empty. */
+/* The resource argument: neither NULL, nor empty, nor too long. */
 static char *
 fenced_resource_arg(FunctionCallInfo fcinfo)
 {
@@ -241,6 +280,7 @@ fenced_resource_arg(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("resource must not be empty")));
+	resource_name_check(resource, strlen(resource));
 	return resource;
 }
 
@@ -315,6 +355,10 @@ fenced_wait_arg(FunctionCallInfo fcinfo, int argno)
 
 static ResourceMap *leases = NULL;
 static long leases_prune_at = FENCED_PRUNE_THRESHOLD;
+static int	leases_unknown = 0; /* entries with maybe-owners */
+
+/* Whether fenced_acquire's current attempt has been handed to Redis. */
+static bool attempt_sent = false;
 
 static RedisScript acquire_script = {"fencing acquire script", FENCED_ACQUIRE_LUA, ""};
 static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
@@ -396,10 +440,20 @@ lease_lookup(const char *resource)
 	return leases ? resource_map_lookup(leases, resource) : NULL;
 }
 
+/* Forget every maybe-owner of an entry. */
+static void
+lease_maybe_clear(Lease *lease)
+{
+	if (lease->nmaybe > 0)
+		leases_unknown--;
+	lease->nmaybe = 0;
+}
+
 /* Remove an entry. */
 static void
 lease_remove(Lease *lease)
 {
+	lease_maybe_clear(lease);
 	if (lease->maybe != NULL)
 		pfree(lease->maybe);
 	resource_map_remove(leases, lease->key.resource);
@@ -409,19 +463,80 @@ lease_remove(Lease *lease)
 static void
 lease_forget_if_empty(Lease *lease)
 {
-	if (!lease->held && lease->nmaybe == 0)
+	if (!lease->held && !lease->lapsed && lease->nmaybe == 0)
 		lease_remove(lease);
 }
 
-/* Remember an owner whose attempt may have taken the lock. */
-static void
-lease_maybe_add(Lease *lease, const char *owner)
+/* Order entries by when their maybe-owners' locks expire. */
+static int
+lease_cmp_maybe_until(const void *a, const void *b)
 {
+	TimestampTz x = (*(Lease *const *) a)->maybe_until;
+	TimestampTz y = (*(Lease *const *) b)->maybe_until;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * leases_limit_unknown
+ *		Keep the unknown-outcome owners of at most FENCED_MAX_UNKNOWN
+ *		resources, sparing keep's (about to get one more).
+ *
+ * A forgotten owner's lock, if its attempt took one, is left to expire:
+ * this session no longer takes it over nor deletes it, exactly as if the
+ * attempt had been made by another session.  Those whose locks have
+ * surely expired go first, then those that expire soonest.
+ */
+static void
+leases_limit_unknown(Lease *keep, TimestampTz now)
+{
+	ResourceMapIterator iter;
+	Lease	   *lease;
+	Lease	  **victims;
+	int			n = 0;
+	int			i;
+
+	if (leases_unknown < FENCED_MAX_UNKNOWN)
+		return;
+	victims = palloc(sizeof(Lease *) * leases_unknown);
+	resource_map_iterate(leases, &iter);
+	while ((lease = resource_map_next(&iter)) != NULL)
+		if (lease->nmaybe > 0 && lease != keep && n < leases_unknown)
+			victims[n++] = lease;
+	qsort(victims, n, sizeof(Lease *), lease_cmp_maybe_until);
+	for (i = 0; i < n; i++)
+	{
+		if (leases_unknown <= FENCED_KEEP_UNKNOWN &&
+			TimestampTzPlusMilliseconds(victims[i]->maybe_until,
+										FENCED_PRUNE_GRACE) >= now)
+			break;
+		lease_maybe_clear(victims[i]);
+		lease_forget_if_empty(victims[i]);
+	}
+	pfree(victims);
+}
+
+/*
+ * Remember an owner whose attempt may have taken the lock, which would
+ * expire by until.
+ */
+static void
+lease_maybe_add(Lease *lease, const char *owner, TimestampTz until)
+{
+	TimestampTz now = GetCurrentTimestamp();
 	int			i;
 
 	if (lease->maybe == NULL)
 		lease->maybe = MemoryContextAlloc(resource_map_context(leases),
 										  sizeof(*lease->maybe) * FENCED_MAX_MAYBE);
+	if (lease->nmaybe == 0)
+	{
+		leases_limit_unknown(lease, now);
+		leases_unknown++;
+		lease->maybe_until = until;
+	}
+	else
+		lease->maybe_until = Max(lease->maybe_until, until);
 	for (i = 0; i < lease->nmaybe; i++)
 		if (strcmp(lease->maybe[i], owner) == 0)
 			return;
@@ -435,22 +550,16 @@ lease_maybe_add(Lease *lease, const char *owner)
 	strlcpy(lease->maybe[lease->nmaybe++], owner, FENCED_OWNER_LEN);
 }
 
-/* Forget an owner whose attempt is known to have taken nothing. */
+/*
+ * lease_remember_unknown
+ *		An attempt under owner was sent and not answered: it may have taken
+ *		the lock on resource for ttl_ms.
+ */
 static void
-lease_maybe_remove(Lease *lease, const char *owner)
+lease_remember_unknown(const char *resource, const char *owner, int ttl_ms)
 {
-	int			i;
-
-	for (i = 0; i < lease->nmaybe; i++)
-	{
-		if (strcmp(lease->maybe[i], owner) == 0)
-		{
-			memmove(lease->maybe[i], lease->maybe[i + 1],
-					sizeof(lease->maybe[0]) * (lease->nmaybe - i - 1));
-			lease->nmaybe--;
-			return;
-		}
-	}
+	lease_maybe_add(lease_enter(resource), owner,
+					TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms));
 }
 
 /*
@@ -463,11 +572,12 @@ lease_end(Lease *lease)
 {
 	FenceToken	declared;
 
-	if (lease->held &&
+	if ((lease->held || lease->lapsed) &&
 		declared_lookup(lease->key.resource, &declared) &&
 		declared == lease->token)
 		declared_clear(lease->key.resource, false);
 	lease->held = false;
+	lease->lapsed = false;
 }
 
 /*
@@ -475,11 +585,14 @@ lease_end(Lease *lease)
  *		Keep the map of a session that acquires many resources and lets
  *		them expire from growing without bound.
  *
- * Only the bookkeeping goes: a lease Redis has surely expired (by our
- * clock, with a margin) would make fenced_release and fenced_extend say
- * false anyway.  Declared tokens stay, as they would for a lease kept
- * until release.  Each pruning scans the map, so the next one waits until
- * the map has doubled, which keeps the cost per acquisition constant.
+ * A lease Redis has surely expired (by our clock, with a margin) would make
+ * fenced_release and fenced_extend say false anyway: its bookkeeping goes.
+ * Its declared token stays, as it would for a lease kept until release,
+ * and so does the entry, lapsed, while that token is declared, so that
+ * fenced_release still withdraws it; the declaration itself takes as much
+ * memory.  Maybe-owners whose locks have surely expired go too.  Each
+ * pruning scans the map, so the next one waits until the map has doubled,
+ * which keeps the cost per acquisition constant.
  */
 static void
 leases_prune(TimestampTz now)
@@ -492,10 +605,22 @@ leases_prune(TimestampTz now)
 	resource_map_iterate(leases, &iter);
 	while ((lease = resource_map_next(&iter)) != NULL)
 	{
-		if (lease->nmaybe == 0 &&
-			(!lease->held ||
-			 TimestampTzPlusMilliseconds(lease->expires, FENCED_PRUNE_GRACE) < now))
-			lease_remove(lease);
+		FenceToken	declared;
+
+		if (lease->nmaybe > 0 &&
+			TimestampTzPlusMilliseconds(lease->maybe_until, FENCED_PRUNE_GRACE) < now)
+			lease_maybe_clear(lease);
+		if (lease->held &&
+			TimestampTzPlusMilliseconds(lease->expires, FENCED_PRUNE_GRACE) < now)
+		{
+			lease->held = false;
+			lease->lapsed = true;
+		}
+		if (lease->lapsed &&
+			!(declared_lookup(lease->key.resource, &declared) &&
+			  declared == lease->token))
+			lease->lapsed = false;
+		lease_forget_if_empty(lease);
 	}
 	leases_prune_at = Max(FENCED_PRUNE_THRESHOLD,
 						  2 * resource_map_count(leases));
@@ -509,14 +634,53 @@ fenced_parse_token(const RedisValue *v, const char *what)
 
 	if (v->type != REDIS_VALUE_STRING ||
 		token_parse(v->str, &token) != TOKEN_PARSE_OK)
-		redis_conn_unexpected(acquire_script.name, what, v);
+		redis_unexpected(acquire_script.name, what, v);
 	return (FenceToken) token;
+}
+
+/*
+ * fenced_give_back
+ *		Best effort, after an acquisition failed past taking the lock:
+ *		release it, on a new connection if need be.  If that fails too, the
+ *		owner is kept as a maybe-owner, for the next acquisition or release
+ *		of the resource to take over, and the TTL ends the lock meanwhile.
+ *		Never an error of its own.
+ */
+static void
+fenced_give_back(const char *resource, const char *lock_key,
+				 const char *owner, int ttl_ms)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	const char *args[1];
+	volatile bool done = false;
+
+	args[0] = owner;
+	PG_TRY();
+	{
+		RedisValue *reply = redis_eval(&release_script, 1, &lock_key, 1, args);
+
+		done = reply->type == REDIS_VALUE_INTEGER;
+	}
+	PG_CATCH();
+	{
+		/*
+		 * Swallowed: no lock, buffer or other backend resource is held
+		 * across this call, and the connection was dropped on the way out.
+		 * The caller reports the error that brought us here.
+		 */
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (!done)
+		lease_remember_unknown(resource, owner, ttl_ms);
 }
 
 /*
  * fenced_wait_replicas
  *		WAIT for fencing.redis_wait_replicas replicas to have the lock and
- *		the token; if too few do in time, give the lock back and fail.
+ *		the token; if too few do in time, or WAIT fails, give the lock back
+ *		and fail.
  *
  * WAIT must be its own command: inside a script it does not block (Redis
  * 7.0 and later).  It narrows the window in which a failover loses the
@@ -525,41 +689,58 @@ fenced_parse_token(const RedisValue *v, const char *what)
  */
 static void
 fenced_wait_replicas(const char *resource, const char *lock_key,
-					 const char *owner)
+					 const char *owner, int ttl_ms)
 {
+	MemoryContext cxt = CurrentMemoryContext;
 	char		replicas[12];
 	char		timeout[12];
 	const char *argv[3];
-	RedisValue *reply;
+	long long	acked = 0;
 
 	snprintf(replicas, sizeof(replicas), "%d", fencing_redis_wait_replicas);
 	snprintf(timeout, sizeof(timeout), "%d", fencing_redis_wait_timeout);
 	argv[0] = "WAIT";
 	argv[1] = replicas;
 	argv[2] = timeout;
-	reply = redis_command(3, argv, fencing_redis_wait_timeout);
-	if (reply->type == REDIS_VALUE_ERROR)
-		redis_conn_refused("WAIT", reply);
-	if (reply->type != REDIS_VALUE_INTEGER)
-		redis_conn_unexpected("WAIT", "an integer", reply);
-	if (reply->integer >= fencing_redis_wait_replicas)
-		return;
-
-	/* Best effort: on failure the owner stays a maybe-owner, and the TTL ends it. */
+	PG_TRY();
 	{
-		const char *release[5];
+		RedisValue *reply = redis_command(3, argv, fencing_redis_wait_timeout);
 
-		release[0] = "EVAL";
-		release[1] = release_script.text;
-		release[2] = "1";
-		release[3] = lock_key;
-		release[4] = owner;
-		(void) redis_command_if_connected(5, release);
+		if (reply->type == REDIS_VALUE_ERROR)
+			redis_refused("WAIT", reply);
+		if (reply->type != REDIS_VALUE_INTEGER)
+			redis_unexpected("WAIT", "an integer", reply);
+		acked = reply->integer;
 	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/*
+		 * WAIT refused, timed out or lost its connection: the lock is ours
+		 * all the same, and must go back.  Not on a cancel or a shutdown,
+		 * which must act now: the owner is then kept for the next call.
+		 */
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+			ProcDiePending)
+			lease_remember_unknown(resource, owner, ttl_ms);
+		else
+			fenced_give_back(resource, lock_key, owner, ttl_ms);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	if (acked >= fencing_redis_wait_replicas)
+		return;
+	fenced_give_back(resource, lock_key, owner, ttl_ms);
 	ereport(ERROR,
 			(errcode(ERRCODE_FENCING_REDIS_NOT_REPLICATED),
 			 errmsg("only %lld of %d Redis replicas acknowledged the lock on resource \"%s\"",
-					reply->integer, fencing_redis_wait_replicas, resource),
+					acked, fencing_redis_wait_replicas, resource),
 			 errdetail("The lock was given back."),
 			 errhint("Check the replicas of the Redis server; the number required is fencing.redis_wait_replicas, the wait fencing.redis_wait_timeout.")));
 }
@@ -588,10 +769,44 @@ fenced_backoff(int step, long long pttl, long remaining)
 }
 
 /*
+ * fenced_may_have_run
+ *		Whether the acquire script may have run in Redis although the call
+ *		failed with edata.
+ *
+ * Called for an attempt handed to the connection module.  Not when Redis
+ * answered with an error (the script took no lock under our owner), nor
+ * when the command was never sent: no connection (which the connection
+ * module reports as "could not connect ..."), an unusable password file.
+ * Anything else -- a timeout, a lost connection, a protocol error, a
+ * cancel -- may have come after the script ran.
+ */
+static bool
+fenced_may_have_run(const ErrorData *edata)
+{
+	switch (edata->sqlerrcode)
+	{
+		case ERRCODE_FENCING_REDIS_BUSY:
+		case ERRCODE_FENCING_REDIS_CLUSTER_CHANGING:
+		case ERRCODE_FENCING_REDIS_REFUSED:
+		case ERRCODE_FENCING_REDIS_NOT_REPLICATED:
+		case ERRCODE_CONFIG_FILE_ERROR:
+			return false;
+		case ERRCODE_FENCING_REDIS_UNAVAILABLE:
+			return edata->message == NULL ||
+				strncmp(edata->message, "could not connect",
+						strlen("could not connect")) != 0;
+		default:
+			/* class 58: the password file could not be read */
+			return ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_SYSTEM_ERROR;
+	}
+}
+
+/*
  * fenced_try_acquire
- *		One attempt: the script with the current high-water mark as the
- *		floor.  True and *token when the lock was taken; false and *pttl
- *		when it is busy.
+ *		One attempt: the script with the newest high-water mark as the
+ *		floor, and the owners of lease (if any) as ours to take over.  True
+ *		and *token when the lock was taken; false and *pttl when it is
+ *		busy.
  */
 static bool
 fenced_try_acquire(const char *resource, const char *lock_key,
@@ -603,14 +818,15 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
 	char		repaired[FENCE_TOKEN_TEXT_LEN] = "";
 	char		ttl[12];
+	char		counter_ttl[24] = "";
 	const char *keys[2];
-	const char *args[5 + FENCED_MAX_MAYBE];
+	const char *args[6 + FENCED_MAX_MAYBE];
 	int			nargs = 0;
 	int			i;
 	RedisValue *reply;
 	RedisValue **e;
 
-	has_mark = marks_read(resource, &mark);
+	has_mark = marks_read_newest(resource, &mark);
 	if (has_mark)
 	{
 		fence_token_to_cstring(mark, floor);
@@ -618,6 +834,10 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 							   mark : mark + FENCED_REPAIR_GAP, repaired);
 	}
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
+	if (strncmp(fencing_redis_token_key, FENCED_OWN_KEY_PREFIX,
+				strlen(FENCED_OWN_KEY_PREFIX)) == 0)
+		snprintf(counter_ttl, sizeof(counter_ttl), INT64_FORMAT,
+				 (int64) ttl_ms + FENCED_COUNTER_LINGER);
 
 	keys[0] = lock_key;
 	keys[1] = token_key;
@@ -625,46 +845,46 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	args[nargs++] = ttl;
 	args[nargs++] = floor;
 	args[nargs++] = repaired;
-	if (lease->held)
+	args[nargs++] = counter_ttl;
+	if (lease != NULL && lease->held)
 		args[nargs++] = lease->owner;
-	for (i = 0; i < lease->nmaybe; i++)
+	for (i = 0; lease != NULL && i < lease->nmaybe; i++)
 		args[nargs++] = lease->maybe[i];
 
+	attempt_sent = true;
 	reply = redis_eval(&acquire_script, 2, keys, nargs, args);
 	e = reply->elements;
 	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 2 ||
 		e[0]->type != REDIS_VALUE_INTEGER || e[1]->type == REDIS_VALUE_ARRAY)
-		redis_conn_unexpected(acquire_script.name, "{taken, ...}", reply);
+		redis_unexpected(acquire_script.name, "{taken, ...}", reply);
 
 	if (e[0]->integer == 0)
 	{
 		if (e[1]->type != REDIS_VALUE_INTEGER)
-			redis_conn_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
+			redis_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
 		*pttl = e[1]->integer;
+		attempt_sent = false;	/* answered: it took nothing */
 		return false;
 	}
 
-	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER ||
-		e[3]->type != REDIS_VALUE_STRING)
-		redis_conn_unexpected(acquire_script.name, "{1, token, repaired, previous}", reply);
+	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER)
+		redis_unexpected(acquire_script.name, "{1, token, repaired, rule's token}", reply);
 	*token = fenced_parse_token(e[1], "a token");
 
 	if (e[2]->integer != 0)
 	{
-		int64_t		previous = 0;
-		char		would[FENCE_TOKEN_TEXT_LEN];
+		FenceToken	would = fenced_parse_token(e[3], "a token");
+		char		would_text[FENCE_TOKEN_TEXT_LEN];
 		char		issued[FENCE_TOKEN_TEXT_LEN];
 
-		if (e[3]->str[0] != '\0')
-			(void) token_parse(e[3]->str, &previous);
-		fence_token_to_cstring((FenceToken) previous + 1, would);
+		fence_token_to_cstring(would, would_text);
 		fence_token_to_cstring(*token, issued);
 		ereport(WARNING,
 				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
-						resource, would, floor),
+						resource, would_text, floor),
 				 errdetail("The counter was raised %d past the mark, beyond any token it may have handed out before it went back, and token %s issued instead.",
 						   FENCED_REPAIR_GAP, issued),
-				 errhint("Redis lost writes (a restart without persistence, a failover or a flush); check its persistence and replication.")));
+				 errhint("Redis lost writes or its clock is behind the clock that issued the mark's token; check its persistence, replication and clock.")));
 	}
 	return true;
 }
@@ -703,48 +923,67 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	char	   *token_key;
 	char	   *lock_key = fenced_keys(resource, &token_key);
 	char		owner[FENCED_OWNER_LEN];
-	Lease	   *lease = lease_enter(resource);
+	Lease	   *lease = lease_lookup(resource);
+	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz deadline;
 	TimestampTz now;
-	FenceToken	token;
-	long long	pttl;
-	int			step = FENCED_BACKOFF_MIN;
+	FenceToken	token = 0;
+	bool		taken = false;
 
 	fenced_make_owner(owner);
-
-	/*
-	 * Until an answer says otherwise, this attempt may take the lock: an
-	 * error from here on leaves the owner for the next call to take over.
-	 */
-	lease_maybe_add(lease, owner);
-
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	while (!fenced_try_acquire(resource, lock_key, token_key, owner,
-							   ttl_ms, lease, &token, &pttl))
+	attempt_sent = false;
+	PG_TRY();
 	{
-		long		remaining;
+		long long	pttl;
+		int			step = FENCED_BACKOFF_MIN;
 
-		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		if (remaining <= 0)
+		while (!(taken = fenced_try_acquire(resource, lock_key, token_key,
+											owner, ttl_ms, lease, &token,
+											&pttl)))
 		{
-			lease_maybe_remove(lease, owner);
-			lease_forget_if_empty(lease);
-			PG_RETURN_NULL();
+			long		remaining;
+
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+														deadline);
+			if (remaining <= 0)
+				break;
+			fenced_backoff(step, pttl, remaining);
+			step = Min(step * 2, FENCED_BACKOFF_MAX);
 		}
-		fenced_backoff(step, pttl, remaining);
-		step = Min(step * 2, FENCED_BACKOFF_MAX);
 	}
+	PG_CATCH();
+	{
+		MemoryContext ecxt = MemoryContextSwitchTo(cxt);
+		ErrorData  *edata = CopyErrorData();
+
+		/*
+		 * An attempt that may have reached Redis may have taken the lock:
+		 * its owner is kept for the next acquisition or release of the
+		 * resource to take over.  Nothing is kept for one that did not.
+		 */
+		MemoryContextSwitchTo(ecxt);
+		if (attempt_sent && fenced_may_have_run(edata))
+			lease_remember_unknown(resource, owner, ttl_ms);
+		FreeErrorData(edata);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (!taken)
+		PG_RETURN_NULL();
 
 	if (fencing_redis_wait_replicas > 0)
-		fenced_wait_replicas(resource, lock_key, owner);
+		fenced_wait_replicas(resource, lock_key, owner, ttl_ms);
 
 	now = GetCurrentTimestamp();
+	lease = lease_enter(resource);
 	lease->held = true;
+	lease->lapsed = false;
 	lease->token = token;
 	lease->acquired = now;
 	lease->expires = TimestampTzPlusMilliseconds(now, ttl_ms);
 	strlcpy(lease->owner, owner, FENCED_OWNER_LEN);
-	lease->nmaybe = 0;
+	lease_maybe_clear(lease);
 	declared_set(resource, token, false);
 	leases_prune(now);
 
@@ -785,7 +1024,7 @@ fenced_extend(PG_FUNCTION_ARGS)
 	args[1] = ttl;
 	reply = redis_eval(&extend_script, 1, (const char **) &lock_key, 2, args);
 	if (reply->type != REDIS_VALUE_INTEGER)
-		redis_conn_unexpected(extend_script.name, "an integer", reply);
+		redis_unexpected(extend_script.name, "an integer", reply);
 
 	if (reply->integer == 1)
 	{
@@ -821,8 +1060,19 @@ fenced_release(PG_FUNCTION_ARGS)
 	int			nargs;
 	RedisValue *reply;
 
-	if (lease == NULL || (!lease->held && lease->nmaybe == 0))
+	if (lease == NULL)
 		PG_RETURN_BOOL(false);
+
+	/*
+	 * A lapsed lease expired long ago: Redis has nothing of it, but its
+	 * token is still declared.
+	 */
+	if (!lease->held && lease->nmaybe == 0)
+	{
+		lease_end(lease);
+		lease_remove(lease);
+		PG_RETURN_BOOL(false);
+	}
 
 	/*
 	 * From here on the lease is over.  Its owner joins the maybe-owners
@@ -831,16 +1081,18 @@ fenced_release(PG_FUNCTION_ARGS)
 	 */
 	if (lease->held)
 	{
-		lease_maybe_add(lease, lease->owner);
+		lease_maybe_add(lease, lease->owner, lease->expires);
 		lease_end(lease);
 	}
+	else if (lease->lapsed)
+		lease_end(lease);
 	for (nargs = 0; nargs < lease->nmaybe; nargs++)
 		args[nargs] = lease->maybe[nargs];
 
 	lock_key = fenced_keys(resource, NULL);
 	reply = redis_eval(&release_script, 1, (const char **) &lock_key, nargs, args);
 	if (reply->type != REDIS_VALUE_INTEGER)
-		redis_conn_unexpected(release_script.name, "an integer", reply);
+		redis_unexpected(release_script.name, "an integer", reply);
 
 	/* Nothing of ours is left in Redis. */
 	lease_remove(lease);

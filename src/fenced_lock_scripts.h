@@ -9,18 +9,22 @@
  *
  * Every key a script touches is passed in KEYS, as Redis ACLs and Cluster
  * routing require.  The lock key holds the owner string with a PX expiry;
- * the token counter key holds a decimal integer and never expires.
+ * the token counter key holds a decimal integer, the last token issued,
+ * with a PX expiry a little beyond the lock's, or none where the caller
+ * says the key is shared with other clients.
  *
- * Tokens travel back as strings (the reply of GET), never as Lua numbers:
- * Redis converts integer replies to Lua numbers, which are doubles, and a
- * counter above 2^53 would silently lose its low bits.  For the same
- * reason the counter is compared with the floor as a decimal string.
+ * Tokens travel back as strings, never as Lua numbers: Redis converts
+ * integer replies to Lua numbers, which are doubles, and a counter above
+ * 2^53 would silently lose its low bits.  For the same reason tokens are
+ * computed and compared as decimal strings.
  *
  * A script is atomic but not transactional: when a command in it fails,
  * the writes before it stay.  The acquire script therefore checks the
- * lock and validates the counter before it writes anything, takes the
- * token (INCR, which fails cleanly on a counter that is not an integer or
- * would overflow) before it sets the lock, and sets the lock last.
+ * lock, validates the counter and computes the token before it writes
+ * anything, then stores the token and sets the lock last.
+ *
+ * TIME before a write is allowed in a script since Redis 5 (effects
+ * replication, the only mode from 7.0).
  *
  * IDENTIFICATION
  *	  src/fenced_lock_scripts.h
@@ -34,24 +38,35 @@
  * acquire
  *	KEYS[1] lock key, KEYS[2] token counter key
  *	ARGV[1] new owner, ARGV[2] ttl in ms,
- *	ARGV[3] floor: the database's high-water mark, or '' for none,
- *	ARGV[4] where to set a counter found below the floor,
- *	ARGV[5..] owners under which the caller may already hold the lock (an
+ *	ARGV[3] floor: the database's newest high-water mark, or '' for none,
+ *	ARGV[4] one below the token to issue when the rule's token is not above
+ *		the floor,
+ *	ARGV[5] lifetime of the counter key in ms, or '' to keep it forever,
+ *	ARGV[6..] owners under which the caller may already hold the lock (an
  *		acquisition whose reply was lost, or a lease being re-acquired)
  *
- * Returns {1, token, repaired, previous counter or ''} when the lock was
- * taken, {0, PTTL of the lock} when it is busy.  When the counter would
- * issue a token at or below the floor, it is first set to ARGV[4], well
- * above the floor (repaired = 1), so that the token is above every token
- * the database has accepted and every token the lost counter may have
- * handed out without its holder having written yet.
+ * Returns {1, token, repaired, the rule's token} when the lock was taken,
+ * {0, PTTL of the lock} when it is busy.
+ *
+ * The token rule: max(counter + 1, microseconds of the server's TIME),
+ * stored back in the counter.  While the counter lives, tokens strictly
+ * increase; when Redis has lost it (a flush, a restart without data or
+ * from an older snapshot, a failover to a replica that missed the last
+ * grants), the clock still puts the next token above every token issued
+ * before, as long as that clock is not behind the one that issued them.
+ * A counter that expired did so by the same clock, after its last token's
+ * time.  When the rule's token is not above the floor anyway (a clock
+ * behind), the token is ARGV[4] + 1, well above the floor (repaired = 1).
+ *
+ * Arithmetic is on decimal strings: a counter may exceed 2^53, beyond
+ * which Lua's numbers (doubles) are not exact.
  */
 #define FENCED_ACQUIRE_LUA \
 "-- fencing key layout v1: acquire\n" \
 "local held = redis.call('GET', KEYS[1])\n" \
 "if held then\n" \
 "  local mine = false\n" \
-"  for i = 5, #ARGV do\n" \
+"  for i = 6, #ARGV do\n" \
 "    if held == ARGV[i] then mine = true end\n" \
 "  end\n" \
 "  if not mine then\n" \
@@ -70,14 +85,32 @@
 "  end\n" \
 "  return false\n" \
 "end\n" \
+"local function succ(a)\n" \
+"  local i = #a\n" \
+"  while i > 0 and string.byte(a, i) == 57 do i = i - 1 end\n" \
+"  if i == 0 then return '1' .. string.rep('0', #a) end\n" \
+"  return string.sub(a, 1, i - 1) .. string.char(string.byte(a, i) + 1) .. string.rep('0', #a - i)\n" \
+"end\n" \
+"local t = redis.call('TIME')\n" \
+"local token = succ(cur or '0')\n" \
+"local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]\n" \
+"if below(token, now) then token = now end\n" \
+"local rule = token\n" \
 "local repaired = 0\n" \
-"if ARGV[3] ~= '' and below(cur or '0', ARGV[3]) then\n" \
-"  redis.call('SET', KEYS[2], ARGV[4])\n" \
+"if ARGV[3] ~= '' and not below(ARGV[3], token) then\n" \
+"  token = succ(ARGV[4])\n" \
 "  repaired = 1\n" \
 "end\n" \
-"redis.call('INCR', KEYS[2])\n" \
+"if below('9223372036854775807', token) then\n" \
+"  return redis.error_reply('ERR fencing: token counter ' .. KEYS[2] .. ' would overflow')\n" \
+"end\n" \
+"if ARGV[5] == '' then\n" \
+"  redis.call('SET', KEYS[2], token)\n" \
+"else\n" \
+"  redis.call('SET', KEYS[2], token, 'PX', ARGV[5])\n" \
+"end\n" \
 "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n" \
-"return {1, redis.call('GET', KEYS[2]), repaired, cur or ''}\n"
+"return {1, token, repaired, rule}\n"
 
 /*
  * extend

@@ -20,7 +20,7 @@
 #include "guard_config.h"
 #include "marks.h"
 #include "pg_compat.h"
-#include "redis_conn.h"
+#include "redis_settings.h"
 #include "tcop/pquery.h"
 #include "utils/guc.h"
 #include "utils/portal.h"
@@ -150,7 +150,7 @@ _PG_init(void)
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = fencing_ExecutorEnd;
 	fencing_note_load();
-	redis_conn_init();
+	redis_settings_init();
 	fenced_lock_init();
 	MarkGUCPrefixReserved("fencing");
 }

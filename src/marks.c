@@ -1075,3 +1075,50 @@ fence_forget(PG_FUNCTION_ARGS)
 	checked_forget(resource);
 	PG_RETURN_BOOL(found);
 }
+
+/*
+ * marks_read_newest
+ *		The newest mark of resource, committed or written by a transaction
+ *		still in progress, whatever this transaction's snapshot is; without
+ *		a lock and without waiting.  False if it has none.
+ *
+ * For a floor that a new token must exceed (fenced_acquire), a snapshot's
+ * mark is not enough: under REPEATABLE READ, or in a statement that waited
+ * for a busy lock, a mark raised since the snapshot was taken is missed.
+ * A dirty snapshot sees every live version of the row, including those
+ * of writers that have not committed (and may yet abort); the highest of
+ * them is returned, as a floor can only err on the high side.
+ */
+bool
+marks_read_newest(const char *resource, FenceToken *mark)
+{
+	MarksRel	m;
+	SnapshotData dirty;
+	ScanKeyData skey;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		found = false;
+
+	marks_open(&m, resource, AccessShareLock);
+	InitDirtySnapshot(dirty);
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m.key);
+	slot = table_slot_create(m.heap, NULL);
+	scan = index_beginscan(m.heap, m.index, &dirty, 1, 0);
+	index_rescan(scan, &skey, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		FenceToken	token;
+
+		token = DatumGetFenceToken(slot_getattr(slot, Anum_mark_token, &isnull));
+		if (!isnull && (!found || token > *mark))
+		{
+			*mark = token;
+			found = true;
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	marks_close(&m);
+	return found;
+}

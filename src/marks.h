@@ -20,5 +20,6 @@ extern void marks_report_stale(const char *resource, const char *table,
 							   const char *trigger, FenceToken token,
 							   FenceToken mark) pg_attribute_noreturn();
 extern bool marks_read(const char *resource, FenceToken *mark);
+extern bool marks_read_newest(const char *resource, FenceToken *mark);
 
 #endif							/* MARKS_H */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * redis_conn.c
- *	  One hiredis connection per backend: settings, connect, commands,
- *	  errors.
+ *	  One hiredis connection per backend: connect, commands, replies,
+ *	  errors.  Its settings are in redis_settings.c.
  *
  * The connection is opened lazily by the first command a backend sends,
  * never in _PG_init (which may run in the postmaster, whose sockets every
@@ -10,14 +10,18 @@
  * exit.  Its descriptor is reserved with AcquireExternalFD so that fd.c's
  * accounting stays right.
  *
- * Every wait is bounded.  The connect is a blocking hiredis connect with
- * fencing.redis_connect_timeout; every command must be answered within
- * fencing.redis_command_timeout.  While waiting for a reply the backend
- * sleeps in WaitEventSetWait on the socket and its latch, so a query
- * cancel, statement_timeout or postmaster death is served at once rather
- * than after the timeout.  SO_RCVTIMEO/SO_SNDTIMEO (redisSetTimeout, set
- * again after every connect, since hiredis does not keep it) only back
- * that up.
+ * The socket never blocks.  As libpq-be-fe-helpers.h does for libpq, the
+ * connect is started without waiting, and the connect, the sending of a
+ * command and the wait for its reply all sleep in WaitEventSetWait on the
+ * socket and the backend's latch: a query cancel, statement_timeout,
+ * pg_terminate_backend or postmaster death is served at once in every
+ * phase, a configuration reload (which sets the latch too) never breaks a
+ * call, and the wait shows in pg_stat_activity as the Extension wait
+ * event.  fencing.redis_connect_timeout bounds the connect, and
+ * fencing.redis_command_timeout each command from its first byte sent to
+ * its reply.  Only redis_command_noerror, for the places where PostgreSQL
+ * holds interrupts (after commit, at exit), waits on the socket alone,
+ * bounded by those timeouts, and reports failure instead of throwing.
  *
  * After any failure -- an I/O error, a timeout, an interrupt while a
  * command is outstanding, a protocol error, an error reply that is
@@ -34,10 +38,10 @@
  * strings are copied before the objects holding them are freed, so that
  * no ereport can leak or dangle hiredis memory.
  *
- * The password never appears in any message: it is sent only in AUTH, an
- * AUTH refusal is reported with the password blotted out of the server's
- * text, SHOW prints it masked, and a password read from
- * fencing.redis_password_file is wiped from memory once sent.
+ * The password never appears in any message: it is sent only in AUTH,
+ * nothing the server answers to AUTH is ever quoted (a refusal is reported
+ * by its error code alone), SHOW prints it masked, and a password read
+ * from fencing.redis_password_file is wiped from memory once sent.
  *
  * IDENTIFICATION
  *	  src/redis_conn.c
@@ -46,11 +50,9 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
-#include <limits.h>
+#include <errno.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #ifdef USE_HIREDIS
 #include <hiredis/hiredis.h>
@@ -61,287 +63,152 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "redis_conn.h"
+#include "redis_settings.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-
-/* Bounds of the settings. */
-#define REDIS_DEFAULT_PORT				6379
-#define REDIS_MAX_DATABASE				INT_MAX
-#define REDIS_DEFAULT_CONNECT_TIMEOUT	2000	/* ms */
-#define REDIS_MAX_CONNECT_TIMEOUT		60000	/* ms */
-#define REDIS_DEFAULT_COMMAND_TIMEOUT	1000	/* ms */
-#define REDIS_MAX_COMMAND_TIMEOUT		3600000 /* ms */
-#define REDIS_MAX_HOST_LEN				253
-#define REDIS_MAX_USERNAME_LEN			512
-#define REDIS_MAX_PASSWORD_LEN			4096
-
-/* Settings. */
-static char *fencing_redis_host = NULL;
-static int	fencing_redis_port = REDIS_DEFAULT_PORT;
-static char *fencing_redis_username = NULL;
-static char *fencing_redis_password = NULL;
-static char *fencing_redis_password_file = NULL;
-static int	fencing_redis_database = 0;
-static int	fencing_redis_connect_timeout = REDIS_DEFAULT_CONNECT_TIMEOUT;
-int			fencing_redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
-
-/*
- * Bumped whenever a setting that names the server or the credentials
- * changes; a connection made under an older generation is replaced.
- */
-static uint64 settings_generation = 0;
-
-/*
- * redis_settings_changed
- *		Assign hook of the settings that name the server or the
- *		credentials: the next command reconnects.  Only flags, since an
- *		assign hook must not fail (and also runs in the postmaster).
- */
-static void
-redis_settings_changed_str(const char *newval, void *extra)
-{
-	settings_generation++;
-}
-
-static void
-redis_settings_changed_int(int newval, void *extra)
-{
-	settings_generation++;
-}
-
-/*
- * check_redis_host
- *		A host name or IP address, or the absolute path of a Unix socket.
- */
-static bool
-check_redis_host(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL || (*newval)[0] == '\0')
-	{
-		GUC_check_errdetail("A host name, an IP address or the absolute path of a Unix socket is required.");
-		return false;
-	}
-	if ((*newval)[0] == '/')
-	{
-		if (strlen(*newval) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
-		{
-			GUC_check_errdetail("A Unix socket path can be at most %d bytes long.",
-								(int) sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
-			return false;
-		}
-		return true;
-	}
-	if (strlen(*newval) > REDIS_MAX_HOST_LEN)
-	{
-		GUC_check_errdetail("A host name can be at most %d bytes long.",
-							REDIS_MAX_HOST_LEN);
-		return false;
-	}
-	for (p = *newval; *p; p++)
-	{
-		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p) ||
-			*p == '/')
-		{
-			GUC_check_errdetail("A host name cannot contain white space, control characters or \"/\"; a Unix socket path must be absolute.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * check_redis_username
- *		Empty (no ACL user), or a name Redis ACLs can hold.
- */
-static bool
-check_redis_username(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL)
-		return true;
-	if (strlen(*newval) > REDIS_MAX_USERNAME_LEN)
-	{
-		GUC_check_errdetail("A Redis user name can be at most %d bytes long.",
-							REDIS_MAX_USERNAME_LEN);
-		return false;
-	}
-	for (p = *newval; *p; p++)
-	{
-		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p))
-		{
-			GUC_check_errdetail("A Redis user name cannot contain white space or control characters.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * check_redis_password
- *		Any text Redis could take, within a sane length.
- */
-static bool
-check_redis_password(char **newval, void **extra, GucSource source)
-{
-	if (*newval != NULL && strlen(*newval) > REDIS_MAX_PASSWORD_LEN)
-	{
-		GUC_check_errdetail("A Redis password can be at most %d bytes long.",
-							REDIS_MAX_PASSWORD_LEN);
-		return false;
-	}
-	return true;
-}
-
-/*
- * check_redis_password_file
- *		Empty, or a file name without control characters.  The file itself
- *		is read and checked when connecting, so that it can be rotated
- *		without a reload.
- */
-static bool
-check_redis_password_file(char **newval, void **extra, GucSource source)
-{
-	const char *p;
-
-	if (*newval == NULL)
-		return true;
-	for (p = *newval; *p; p++)
-	{
-		if (iscntrl((unsigned char) *p))
-		{
-			GUC_check_errdetail("A file name cannot contain control characters.");
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * show_redis_password
- *		Never print the password, not even to a superuser: whether one is
- *		set is all SHOW and pg_settings tell.
- */
-static const char *
-show_redis_password(void)
-{
-	if (fencing_redis_password != NULL && fencing_redis_password[0] != '\0')
-		return "********";
-	return "";
-}
-
-/*
- * redis_conn_init
- *		Define the connection settings; called from _PG_init.  They exist
- *		whether or not the module was built with hiredis, so that one
- *		postgresql.conf serves both builds.
- */
-void
-redis_conn_init(void)
-{
-	DefineCustomStringVariable("fencing.redis_host",
-							   "Redis server that fenced_acquire() takes locks and tokens from.",
-							   "A host name or IP address, or the absolute path of a Unix socket.",
-							   &fencing_redis_host,
-							   "127.0.0.1",
-							   PGC_SUSET,
-							   0,
-							   check_redis_host, redis_settings_changed_str, NULL);
-
-	DefineCustomIntVariable("fencing.redis_port",
-							"TCP port of the Redis server.",
-							"Not used when fencing.redis_host is a Unix socket.",
-							&fencing_redis_port,
-							REDIS_DEFAULT_PORT, 1, 65535,
-							PGC_SUSET,
-							0,
-							NULL, redis_settings_changed_int, NULL);
-
-	DefineCustomStringVariable("fencing.redis_username",
-							   "Redis ACL user to authenticate as.",
-							   "Empty means the \"default\" user (AUTH with the password only).",
-							   &fencing_redis_username,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   check_redis_username, redis_settings_changed_str, NULL);
-
-	DefineCustomStringVariable("fencing.redis_password",
-							   "Password to authenticate to Redis with.",
-							   "Empty means none.  Shown only as asterisks, and only to superusers; prefer fencing.redis_password_file.",
-							   &fencing_redis_password,
-							   "",
-							   PGC_SUSET,
-							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   check_redis_password, redis_settings_changed_str,
-							   show_redis_password);
-
-	DefineCustomStringVariable("fencing.redis_password_file",
-							   "File holding the password to authenticate to Redis with.",
-							   "The first line of the file is the password.  It is read at every connect and must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means none.",
-							   &fencing_redis_password_file,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   check_redis_password_file, redis_settings_changed_str, NULL);
-
-	DefineCustomIntVariable("fencing.redis_database",
-							"Redis database number to SELECT after connecting.",
-							"0 means no SELECT; the server's \"databases\" setting bounds the valid numbers.",
-							&fencing_redis_database,
-							0, 0, REDIS_MAX_DATABASE,
-							PGC_SUSET,
-							0,
-							NULL, redis_settings_changed_int, NULL);
-
-	DefineCustomIntVariable("fencing.redis_connect_timeout",
-							"Longest wait for a connection to the Redis server.",
-							"Valid range is 1 ms to 60 s.",
-							&fencing_redis_connect_timeout,
-							REDIS_DEFAULT_CONNECT_TIMEOUT, 1, REDIS_MAX_CONNECT_TIMEOUT,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("fencing.redis_command_timeout",
-							"Longest wait for the Redis server to answer one command.",
-							"Valid range is 1 ms to 1 h.  A command that is not answered in time fails and its connection is dropped.",
-							&fencing_redis_command_timeout,
-							REDIS_DEFAULT_COMMAND_TIMEOUT, 1, REDIS_MAX_COMMAND_TIMEOUT,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-}
 
 #ifdef USE_HIREDIS
 
 /* The connection, and what goes with it. */
 static redisContext *conn = NULL;
+static bool conn_ready = false; /* connected, authenticated, selected */
 static WaitEventSet *conn_wes = NULL;	/* latch, postmaster death, socket */
+static int	conn_wes_io = 0;	/* the socket event conn_wes waits for */
 static bool conn_fd_reserved = false;
 static uint64 conn_generation = 0;
-static int	conn_timeout_applied = -1;	/* ms set by redisSetTimeout */
 static bool conn_exit_registered = false;
+
+/* Position of the socket in conn_wes (after the latch and postmaster). */
+#define CONN_WES_SOCKET_POS 2
 
 /* A reply received but not yet copied and freed. */
 static redisReply *conn_reply = NULL;
 
-/* Ways an exchange with the server can fail. */
-typedef enum RedisFailure
-{
-	REDIS_FAILURE_NONE,
-	REDIS_FAILURE_LOST,			/* I/O error or end of file */
-	REDIS_FAILURE_TIMEOUT,		/* no reply within the timeout */
-	REDIS_FAILURE_PROTOCOL		/* bytes that are not RESP */
-} RedisFailure;
+/*
+ * Caps on one reply.  hiredis 0.14 buffers a bulk string whole before it
+ * hands it over, and allocates an array's element vector as soon as it
+ * reads its header: without caps a broken or hostile server could make a
+ * backend allocate without bound (a 1.1 GB bulk string ended in "invalid
+ * memory alloc request size", a "*2147483647" header in a 16 GB calloc
+ * that stalled the backend uninterruptibly).  Bytes are counted as they
+ * are read, array elements as hiredis announces them (its reader has no
+ * maxelements before 1.0), so an oversized reply is refused early.  The
+ * caps sit far above the largest reply a caller expects: CLUSTER SLOTS of
+ * 500 primaries with a replica each, the 16,384 slots scattered in as many
+ * ranges, is about 3 MB and at most 330,000 elements, CLUSTER SHARDS much
+ * less.  The line cap keeps hiredis, which scans a line from its start at
+ * every read, from going quadratic over a status line that never ends.
+ */
+#define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
+#define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
+#define REDIS_MAX_REPLY_LINE		(64 * 1024)
 
-static void redis_connect(void);
+/* Which cap the reply being read went over, if any. */
+typedef enum RedisReplyLimit
+{
+	REDIS_LIMIT_NONE,
+	REDIS_LIMIT_BYTES,
+	REDIS_LIMIT_ELEMENTS,
+	REDIS_LIMIT_LINE
+} RedisReplyLimit;
+
+static RedisReplyLimit reply_limit = REDIS_LIMIT_NONE;
+static long reply_elements = 0; /* announced so far in this reply */
+
+/* hiredis's reply builders, but for arrays, which go through our cap. */
+static redisReplyObjectFunctions redis_reply_functions;
+static void *(*hiredis_create_array) (const redisReadTask *task,
+									  int elements) = NULL;
+
+/*
+ * A failed call, described for ereport (redis_raise) or handed back as
+ * text to a caller that must not throw (redis_command_noerror).  The
+ * strings are palloc'd in the caller's memory context.
+ */
+typedef struct RedisError
+{
+	int			sqlstate;
+	char	   *message;
+	char	   *detail;			/* NULL if none */
+	char	   *hint;			/* NULL if none */
+} RedisError;
+
+static bool redis_connect(bool interruptible, RedisError *err);
+
+/*
+ * SQLSTATE and hint for a Redis error reply, by its error code (the first
+ * word), or for a few replies under the generic ERR code, by their whole
+ * text.
+ */
+typedef struct RedisErrorClass
+{
+	const char *prefix;
+	int			sqlstate;
+	const char *hint;
+} RedisErrorClass;
+
+static const RedisErrorClass redis_error_classes[] = {
+	{"NOAUTH", ERRCODE_FENCING_REDIS_REFUSED,
+	"Set fencing.redis_password or fencing.redis_password_file."},
+	{"WRONGPASS", ERRCODE_FENCING_REDIS_REFUSED, NULL},
+	{"NOPERM", ERRCODE_FENCING_REDIS_REFUSED,
+	"The Redis ACL user needs EVALSHA, EVAL and WAIT, and access to the keys of fencing.redis_lock_key and fencing.redis_token_key."},
+	{"OOM", ERRCODE_FENCING_REDIS_REFUSED,
+	"Redis has reached its maxmemory limit; fencing needs room to write, and maxmemory-policy noeviction."},
+	{"READONLY", ERRCODE_FENCING_REDIS_BUSY,
+	"The server is a read-only replica; fencing.redis_host must name the primary."},
+	{"LOADING", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"MASTERDOWN", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
+	{"ERR max number of clients reached", ERRCODE_FENCING_REDIS_BUSY,
+	"Redis has reached its maxclients limit."},
+	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
+	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
+	{"NOREPLICAS", ERRCODE_FENCING_REDIS_NOT_REPLICATED, NULL},
+	{NULL, ERRCODE_FENCING_REDIS_REFUSED, NULL}
+};
+
+/* The class of an error reply; the last entry if its code is unknown. */
+static const RedisErrorClass *
+redis_error_class(const char *text)
+{
+	const RedisErrorClass *class;
+
+	for (class = redis_error_classes; class->prefix != NULL; class++)
+	{
+		size_t		n = strlen(class->prefix);
+
+		if (strncmp(text, class->prefix, n) == 0 &&
+			(text[n] == ' ' || text[n] == '\0'))
+			break;
+	}
+	return class;
+}
+
+/* How a reply of the wrong shape is described. */
+static const char *
+redis_value_describe(const RedisValue *v)
+{
+	switch (v->type)
+	{
+		case REDIS_VALUE_STRING:
+			return "a string";
+		case REDIS_VALUE_ARRAY:
+			return "an array";
+		case REDIS_VALUE_INTEGER:
+			return "an integer";
+		case REDIS_VALUE_NIL:
+			return "nil";
+		case REDIS_VALUE_STATUS:
+			return "a status";
+		case REDIS_VALUE_ERROR:
+			return "an error";
+	}
+	return "something unknown";
+}
 
 /*
  * redis_target
@@ -351,30 +218,20 @@ static void redis_connect(void);
 static char *
 redis_target(void)
 {
-	if (fencing_redis_host[0] == '/')
-		return pstrdup(fencing_redis_host);
-	if (strchr(fencing_redis_host, ':') != NULL)
-		return psprintf("[%s]:%d", fencing_redis_host, fencing_redis_port);
-	return psprintf("%s:%d", fencing_redis_host, fencing_redis_port);
-}
-
-static struct timeval
-ms_to_timeval(int ms)
-{
-	struct timeval tv;
-
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
+	if (redis_host[0] == '/')
+		return pstrdup(redis_host);
+	if (strchr(redis_host, ':') != NULL)
+		return psprintf("[%s]:%d", redis_host, redis_port);
+	return psprintf("%s:%d", redis_host, redis_port);
 }
 
 /*
- * redis_conn_drop
+ * redis_drop
  *		Close the connection, if any, and free everything that goes with
  *		it.  Safe to call at any time, including from error cleanup.
  */
-void
-redis_conn_drop(void)
+static void
+redis_drop(void)
 {
 	if (conn_reply != NULL)
 	{
@@ -396,51 +253,189 @@ redis_conn_drop(void)
 		ReleaseExternalFD();
 		conn_fd_reserved = false;
 	}
-	conn_timeout_applied = -1;
+	conn_ready = false;
 }
 
 static void
-redis_conn_at_exit(int code, Datum arg)
+redis_at_exit(int code, Datum arg)
 {
-	redis_conn_drop();
+	redis_drop();
 }
 
 /*
  * redis_fail
- *		Drop the connection and report a failed exchange.
+ *		Drop the connection and describe the failure in *err; returns false
+ *		for the caller to pass on.  message, detail and hint are palloc'd
+ *		or constant; detail and hint may be NULL.
  */
+static bool
+redis_fail(RedisError *err, int sqlstate, char *message, char *detail,
+		   char *hint)
+{
+	redis_drop();
+	err->sqlstate = sqlstate;
+	err->message = message;
+	err->detail = detail;
+	err->hint = hint;
+	return false;
+}
+
+/* Report a failure described by redis_fail. */
 static void
 pg_attribute_noreturn()
-redis_fail(RedisFailure failure, const char *detail, long timeout_ms)
+redis_raise(const RedisError *err)
 {
-	char	   *target = redis_target();
+	ereport(ERROR,
+			(errcode(err->sqlstate),
+			 errmsg_internal("%s", err->message),
+			 err->detail ? errdetail_internal("%s", err->detail) : 0,
+			 err->hint ? errhint("%s", err->hint) : 0));
+	pg_unreachable();
+}
 
-	redis_conn_drop();
-	switch (failure)
+/*
+ * redis_errno_sqlstate
+ *		The SQLSTATE errcode_for_file_access() would give errno, for file
+ *		errors described before they are reported.
+ */
+static int
+redis_errno_sqlstate(int e)
+{
+	switch (e)
 	{
-		case REDIS_FAILURE_TIMEOUT:
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-					 errmsg("timed out waiting for a reply from Redis server at \"%s\"",
-							target),
-					 errdetail("No reply arrived within %ld ms.", timeout_ms),
-					 errhint("The limit is fencing.redis_command_timeout.")));
-			break;
-		case REDIS_FAILURE_PROTOCOL:
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_PROTOCOL),
-					 errmsg("unexpected reply from Redis server at \"%s\"", target),
-					 errdetail_internal("%s", detail)));
-			break;
-		case REDIS_FAILURE_LOST:
+		case ENOENT:
+			return ERRCODE_UNDEFINED_FILE;
+		case EPERM:
+		case EACCES:
+		case EROFS:
+			return ERRCODE_INSUFFICIENT_PRIVILEGE;
+		case ENOTDIR:
+		case EISDIR:
+			return ERRCODE_WRONG_OBJECT_TYPE;
+		case ENFILE:
+		case EMFILE:
+			return ERRCODE_INSUFFICIENT_RESOURCES;
+		case EIO:
+			return ERRCODE_IO_ERROR;
 		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-					 errmsg("lost connection to Redis server at \"%s\"", target),
-					 errdetail_internal("%s", detail)));
+			return ERRCODE_INTERNAL_ERROR;
+	}
+}
+
+/*
+ * redis_wait
+ *		Sleep until the socket is ready for io (WL_SOCKET_READABLE or
+ *		WL_SOCKET_WRITEABLE); false once deadline has passed.
+ *
+ * An interruptible wait also sleeps on the latch and serves interrupts
+ * with CHECK_FOR_INTERRUPTS, so that a cancel, statement_timeout or
+ * pg_terminate_backend ends it at once; a configuration reload sets the
+ * latch too, and the wait goes on.  The other kind, for calls made where
+ * PostgreSQL holds interrupts, watches only the socket, the postmaster and
+ * the clock.  Either shows in pg_stat_activity as the Extension wait.
+ */
+static bool
+redis_wait(int io, TimestampTz deadline, bool interruptible)
+{
+	for (;;)
+	{
+		long		remaining;
+
+		if (interruptible)
+			CHECK_FOR_INTERRUPTS();
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+													deadline);
+		if (remaining <= 0)
+			return false;
+
+		if (interruptible)
+		{
+			WaitEvent	event;
+
+			if (conn_wes_io != io)
+			{
+				ModifyWaitEvent(conn_wes, CONN_WES_SOCKET_POS, io, NULL);
+				conn_wes_io = io;
+			}
+			if (WaitEventSetWait(conn_wes, remaining, &event, 1,
+								 PG_WAIT_EXTENSION) == 0)
+				continue;		/* timed out: the loop says so */
+			if (event.events & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				continue;		/* interrupts are served at the top */
+			}
+			return true;
+		}
+		else if (WaitLatchOrSocket(NULL, io | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								   conn->fd, remaining,
+								   PG_WAIT_EXTENSION) & io)
+			return true;
+	}
+}
+
+/*
+ * redis_create_array
+ *		hiredis's createArray, refused (NULL, which the reader reports as
+ *		out of memory) once the reply announces more elements than
+ *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
+ */
+static void *
+redis_create_array(const redisReadTask *task, int elements)
+{
+	if (elements > REDIS_MAX_REPLY_ELEMENTS - reply_elements)
+	{
+		reply_limit = REDIS_LIMIT_ELEMENTS;
+		return NULL;
+	}
+	reply_elements += elements;
+	return hiredis_create_array(task, elements);
+}
+
+/*
+ * redis_reader_line_too_long
+ *		Whether the unparsed bytes begin with a line longer than
+ *		REDIS_MAX_REPLY_LINE.  The reader's position is always at the start
+ *		of an item or just after its type byte, so the bytes there are a
+ *		line (status, error, integer) or a length before a bulk string or
+ *		an array, which a carriage return must end soon.
+ */
+static bool
+redis_reader_line_too_long(const redisReader *r)
+{
+	return r->len - r->pos > REDIS_MAX_REPLY_LINE &&
+		memchr(r->buf + r->pos, '\r', REDIS_MAX_REPLY_LINE) == NULL;
+}
+
+/*
+ * redis_too_large
+ *		Describe a reply that went over a cap in *err.
+ */
+static bool
+redis_too_large(RedisError *err)
+{
+	char	   *detail;
+
+	switch (reply_limit)
+	{
+		case REDIS_LIMIT_ELEMENTS:
+			detail = psprintf("The reply has more than %d array elements, the most fencing accepts.",
+							  REDIS_MAX_REPLY_ELEMENTS);
+			break;
+		case REDIS_LIMIT_LINE:
+			detail = psprintf("A status, error, integer or length line of the reply is longer than %d bytes, the most fencing accepts.",
+							  REDIS_MAX_REPLY_LINE);
+			break;
+		case REDIS_LIMIT_BYTES:
+		default:
+			detail = psprintf("The reply is longer than %d bytes, the most fencing accepts.",
+							  REDIS_MAX_REPLY_BYTES);
 			break;
 	}
-	pg_unreachable();
+	return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+					  psprintf("reply from Redis server at \"%s\" is too large",
+							   redis_target()),
+					  detail, NULL);
 }
 
 /* Copy a hiredis reply into the current memory context. */
@@ -485,17 +480,51 @@ redis_value_copy(const redisReply *r)
 }
 
 /*
- * redis_roundtrip
+ * redis_io_failed
+ *		Describe a failed hiredis read or write on the connection.
+ */
+static bool
+redis_io_failed(RedisError *err, bool secret)
+{
+	char	   *target = redis_target();
+
+	if (reply_limit != REDIS_LIMIT_NONE)
+		return redis_too_large(err);
+	if (conn->err == REDIS_ERR_OOM)
+		return redis_fail(err, ERRCODE_OUT_OF_MEMORY,
+						  pstrdup("out of memory"),
+						  psprintf("Could not buffer a command for, or a reply from, Redis server at \"%s\".",
+								   target),
+						  NULL);
+	/* hiredis's text quotes a byte of the reply, which may echo a secret */
+	if (conn->err == REDIS_ERR_PROTOCOL)
+		return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+						  psprintf("unexpected reply from Redis server at \"%s\"",
+								   target),
+						  secret ? NULL : pstrdup(conn->errstr),
+						  NULL);
+	return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+					  psprintf("lost connection to Redis server at \"%s\"",
+							   target),
+					  pstrdup(conn->errstr[0] ? conn->errstr : "unknown error"),
+					  NULL);
+}
+
+/*
+ * redis_exchange
  *		Send one command on the open connection and wait for its reply,
- *		at most timeout_ms.
+ *		all within timeout_ms; NULL on failure, described in *err, with the
+ *		connection dropped.
  *
- * On failure the connection is dropped; then with quiet NULL is returned,
- * otherwise the failure is reported.  An interrupt while waiting is
- * served by CHECK_FOR_INTERRUPTS, whose error the callers' PG_CATCH turns
- * into a dropped connection.
+ * The socket is non-blocking: whatever does not fit in the socket buffers
+ * is sent as the server reads it, the backend sleeping in redis_wait in
+ * between, as it does for the reply.  secret says that the command
+ * carries a password, so that nothing the server sends back may be
+ * quoted.
  */
 static RedisValue *
-redis_roundtrip(int argc, const char **argv, long timeout_ms, bool quiet)
+redis_exchange(int argc, const char **argv, long timeout_ms,
+			   bool interruptible, bool secret, RedisError *err)
 {
 	size_t	   *argvlen = palloc(sizeof(size_t) * argc);
 	TimestampTz deadline;
@@ -503,63 +532,66 @@ redis_roundtrip(int argc, const char **argv, long timeout_ms, bool quiet)
 	RedisValue *value;
 	int			done = 0;
 	int			i;
-	RedisFailure failure = REDIS_FAILURE_NONE;
-	char	   *detail = NULL;
+	size_t		reply_bytes = 0;
 
 	Assert(conn != NULL && conn->err == 0);
 
 	for (i = 0; i < argc; i++)
 		argvlen[i] = strlen(argv[i]);
 	if (redisAppendCommandArgv(conn, argc, argv, argvlen) != REDIS_OK)
-	{
-		failure = REDIS_FAILURE_LOST;
-		goto failed;
-	}
-
-	/* The socket blocks, within SO_SNDTIMEO; commands are small. */
-	do
-	{
-		if (redisBufferWrite(conn, &done) != REDIS_OK)
-		{
-			failure = REDIS_FAILURE_LOST;
-			goto failed;
-		}
-	} while (!done);
+		goto io_failed;
+	pfree(argvlen);
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	for (;;)
 	{
-		WaitEvent	event;
-		long		remaining;
+		if (redisBufferWrite(conn, &done) != REDIS_OK)
+			goto io_failed;
+		if (done)
+			break;
+		if (!redis_wait(WL_SOCKET_WRITEABLE, deadline, interruptible))
+		{
+			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+					   psprintf("timed out sending a command to Redis server at \"%s\"",
+								redis_target()),
+					   psprintf("The server did not read the command within %ld ms.",
+								timeout_ms),
+					   pstrdup("The limit is fencing.redis_command_timeout."));
+			return NULL;
+		}
+	}
+
+	reply_limit = REDIS_LIMIT_NONE;
+	reply_elements = 0;
+	for (;;)
+	{
+		size_t		buffered;
 
 		if (redisGetReplyFromReader(conn, &reply) != REDIS_OK)
-		{
-			failure = REDIS_FAILURE_PROTOCOL;
-			goto failed;
-		}
+			goto io_failed;
 		if (reply != NULL)
 			break;
-
-		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-													deadline);
-		if (remaining <= 0 ||
-			WaitEventSetWait(conn_wes, remaining, &event, 1,
-							 PG_WAIT_EXTENSION) == 0)
+		if (!redis_wait(WL_SOCKET_READABLE, deadline, interruptible))
 		{
-			failure = REDIS_FAILURE_TIMEOUT;
-			goto failed;
+			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+					   psprintf("timed out waiting for a reply from Redis server at \"%s\"",
+								redis_target()),
+					   psprintf("No reply arrived within %ld ms.", timeout_ms),
+					   pstrdup("The limit is fencing.redis_command_timeout."));
+			return NULL;
 		}
-		if (event.events & WL_LATCH_SET)
+		buffered = conn->reader->len;
+		if (redisBufferRead(conn) != REDIS_OK)
+			goto io_failed;
+		reply_bytes += conn->reader->len - buffered;
+		if (reply_bytes > REDIS_MAX_REPLY_BYTES)
+			reply_limit = REDIS_LIMIT_BYTES;
+		else if (redis_reader_line_too_long(conn->reader))
+			reply_limit = REDIS_LIMIT_LINE;
+		if (reply_limit != REDIS_LIMIT_NONE)
 		{
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-		if ((event.events & WL_SOCKET_READABLE) &&
-			redisBufferRead(conn) != REDIS_OK)
-		{
-			failure = conn->err == REDIS_ERR_PROTOCOL ?
-				REDIS_FAILURE_PROTOCOL : REDIS_FAILURE_LOST;
-			goto failed;
+			redis_too_large(err);
+			return NULL;
 		}
 	}
 
@@ -567,28 +599,21 @@ redis_roundtrip(int argc, const char **argv, long timeout_ms, bool quiet)
 	value = redis_value_copy(conn_reply);
 	freeReplyObject(conn_reply);
 	conn_reply = NULL;
-	pfree(argvlen);
 	return value;
 
-failed:
-	if (failure != REDIS_FAILURE_TIMEOUT)
-		detail = pstrdup(conn->errstr[0] ? conn->errstr : "unknown error");
-	if (quiet)
-	{
-		redis_conn_drop();
-		return NULL;
-	}
-	redis_fail(failure, detail, timeout_ms);
+io_failed:
+	redis_io_failed(err, secret);
+	return NULL;
 }
 
 /*
- * redis_conn_is_stale
+ * redis_is_stale
  *		Whether a connection about to be reused is no longer in step with
  *		the server: closed by it (restart, idle timeout), broken, or
  *		holding bytes nobody asked for.
  */
 static bool
-redis_conn_is_stale(void)
+redis_is_stale(void)
 {
 	char		c;
 	ssize_t		n;
@@ -603,148 +628,157 @@ redis_conn_is_stale(void)
 
 /*
  * redis_ensure_connected
- *		Make sure there is a usable connection under the current settings.
+ *		Make sure there is a usable connection under the current settings;
+ *		false on failure, described in *err.
  */
-static void
-redis_ensure_connected(void)
+static bool
+redis_ensure_connected(bool interruptible, RedisError *err)
 {
 	if (conn != NULL &&
-		(conn_generation != settings_generation || redis_conn_is_stale()))
-		redis_conn_drop();
+		(!conn_ready || conn_generation != redis_settings_generation ||
+		 redis_is_stale()))
+		redis_drop();
 	if (conn == NULL)
-		redis_connect();
-	else if (conn_timeout_applied != fencing_redis_command_timeout)
-	{
-		if (redisSetTimeout(conn, ms_to_timeval(fencing_redis_command_timeout)) != REDIS_OK)
-			redis_fail(REDIS_FAILURE_LOST, pstrdup(conn->errstr), 0);
-		conn_timeout_applied = fencing_redis_command_timeout;
-	}
+		return redis_connect(interruptible, err);
+	return true;
 }
 
 /*
  * redis_read_password_file
- *		The password in fencing.redis_password_file: its first line.
+ *		The password in fencing.redis_password_file: its first line; false
+ *		if the file is unusable, described in *err.
  *
  * Like libpq's .pgpass, the file must not be readable by anyone but the
  * server's operating system user; unlike libpq, a file that is too open is
  * an error, not a warning, since it guards a shared service.
  */
-static char *
-redis_read_password_file(const char *path)
+static bool
+redis_read_password_file(const char *path, char **password, RedisError *err)
 {
 	struct stat st;
 	FILE	   *file;
-	char		buf[REDIS_MAX_PASSWORD_LEN + 2];
+	char	   *buf;
 	size_t		len;
-	char	   *password;
+	int			save_errno;
 
 	if (stat(path, &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not stat Redis password file \"%s\": %m", path)));
+	{
+		save_errno = errno;
+		return redis_fail(err, redis_errno_sqlstate(save_errno),
+						  psprintf("could not stat Redis password file \"%s\": %s",
+								   path, strerror(save_errno)),
+						  NULL, NULL);
+	}
 	if (!S_ISREG(st.st_mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password file \"%s\" is not a regular file", path)));
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password file \"%s\" is not a regular file",
+								   path),
+						  NULL, NULL);
 	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password file \"%s\" has group or world access", path),
-				 errdetail("Permissions should be u=rw (0600) or less.")));
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password file \"%s\" has group or world access",
+								   path),
+						  pstrdup("Permissions should be u=rw (0600) or less."),
+						  NULL);
 
 	file = AllocateFile(path, "r");
 	if (file == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open Redis password file \"%s\": %m", path)));
-	if (fgets(buf, sizeof(buf), file) == NULL)
+	{
+		save_errno = errno;
+		return redis_fail(err, redis_errno_sqlstate(save_errno),
+						  psprintf("could not open Redis password file \"%s\": %s",
+								   path, strerror(save_errno)),
+						  NULL, NULL);
+	}
+	buf = palloc0(REDIS_MAX_PASSWORD_LEN + 2);
+	if (fgets(buf, REDIS_MAX_PASSWORD_LEN + 2, file) == NULL)
 		buf[0] = '\0';
+	save_errno = errno;
 	if (ferror(file))
 	{
-		int			save_errno = errno;
-
 		FreeFile(file);
-		explicit_bzero(buf, sizeof(buf));
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read Redis password file \"%s\": %m", path)));
+		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
+		return redis_fail(err, redis_errno_sqlstate(save_errno),
+						  psprintf("could not read Redis password file \"%s\": %s",
+								   path, strerror(save_errno)),
+						  NULL, NULL);
 	}
 	FreeFile(file);
 
 	len = strlen(buf);
 	if (len > REDIS_MAX_PASSWORD_LEN)
 	{
-		explicit_bzero(buf, sizeof(buf));
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password in file \"%s\" is too long", path),
-				 errdetail("A Redis password can be at most %d bytes long.",
-						   REDIS_MAX_PASSWORD_LEN)));
+		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password in file \"%s\" is too long", path),
+						  psprintf("A Redis password can be at most %d bytes long.",
+								   REDIS_MAX_PASSWORD_LEN),
+						  NULL);
 	}
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		buf[--len] = '\0';
 	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("Redis password file \"%s\" is empty", path)));
-
-	password = pstrdup(buf);
-	explicit_bzero(buf, sizeof(buf));
-	return password;
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  psprintf("Redis password file \"%s\" is empty", path),
+						  NULL, NULL);
+	*password = buf;
+	return true;
 }
 
 /*
- * redis_redact
- *		Blot secret out of a server message, in place.
+ * redis_unexpected_error
+ *		Describe a reply of the wrong shape in *err.
  */
-static void
-redis_redact(char *text, const char *secret)
+static bool
+redis_unexpected_error(RedisError *err, const char *command,
+					   const char *expected, const RedisValue *got)
 {
-	size_t		n = strlen(secret);
-	char	   *p;
-
-	if (n == 0)
-		return;
-	while ((p = strstr(text, secret)) != NULL)
-		memset(p, '*', n);
+	return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+					  psprintf("unexpected reply from Redis server at \"%s\"",
+							   redis_target()),
+					  psprintf("%s answered with %s instead of %s.",
+							   command, redis_value_describe(got), expected),
+					  NULL);
 }
 
 /*
  * redis_authenticate
- *		AUTH, with the ACL user name if one is set, on a new connection.
+ *		AUTH, with the ACL user name if one is set, on a new connection;
+ *		false on failure, described in *err.
  */
-static void
-redis_authenticate(void)
+static bool
+redis_authenticate(bool interruptible, RedisError *err)
 {
 	char	   *password = NULL;
 	const char *argv[3];
 	int			argc = 0;
-	RedisValue *reply;
+	RedisValue *volatile reply = NULL;
 
-	if (fencing_redis_password[0] != '\0' && fencing_redis_password_file[0] != '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("fencing.redis_password and fencing.redis_password_file are both set"),
-				 errhint("Set only one of them.")));
-	if (fencing_redis_password_file[0] != '\0')
-		password = redis_read_password_file(fencing_redis_password_file);
-	else if (fencing_redis_password[0] != '\0')
-		password = pstrdup(fencing_redis_password);
+	if (redis_password[0] != '\0' && redis_password_file[0] != '\0')
+		return redis_fail(err, ERRCODE_CONFIG_FILE_ERROR,
+						  pstrdup("fencing.redis_password and fencing.redis_password_file are both set"),
+						  NULL, pstrdup("Set only one of them."));
+	if (redis_password_file[0] != '\0')
+	{
+		if (!redis_read_password_file(redis_password_file, &password,
+									  err))
+			return false;
+	}
+	else if (redis_password[0] != '\0')
+		password = pstrdup(redis_password);
 
-	if (password == NULL && fencing_redis_username[0] == '\0')
-		return;
+	if (password == NULL && redis_username[0] == '\0')
+		return true;
 
 	argv[argc++] = "AUTH";
-	if (fencing_redis_username[0] != '\0')
-		argv[argc++] = fencing_redis_username;
+	if (redis_username[0] != '\0')
+		argv[argc++] = redis_username;
 	argv[argc++] = password ? password : "";
 
 	PG_TRY();
 	{
-		reply = redis_roundtrip(argc, argv, fencing_redis_command_timeout, false);
-		if (reply->type == REDIS_VALUE_ERROR && password != NULL)
-			redis_redact(reply->str, password);
+		reply = redis_exchange(argc, argv, redis_command_timeout,
+							   interruptible, true, err);
 	}
 	PG_FINALLY();
 	{
@@ -757,107 +791,156 @@ redis_authenticate(void)
 	}
 	PG_END_TRY();
 
+	if (reply == NULL)
+		return false;
+
+	/*
+	 * An AUTH refusal is reported by its error code alone, and only if it is
+	 * one we know: not a word of the server's text may reach a message or
+	 * the log.  Redis echoes the arguments of a command it does not know (a
+	 * renamed AUTH) cut to 128 bytes, so that blotting the whole password
+	 * out of the text would leave a long password's beginning in it.
+	 */
 	if (reply->type == REDIS_VALUE_ERROR)
 	{
-		char	   *target = redis_target();
+		const RedisErrorClass *class = redis_error_class(reply->str);
 
-		redis_conn_drop();
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_REFUSED),
-				 errmsg("could not authenticate to Redis server at \"%s\"", target),
-				 errdetail_internal("%s", reply->str),
-				 errhint("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file.")));
+		return redis_fail(err, class->sqlstate,
+						  psprintf("could not authenticate to Redis server at \"%s\"",
+								   redis_target()),
+						  class->prefix ?
+						  psprintf("Redis answered AUTH with \"%s\"; the rest of its text is not shown, since it may repeat the password.",
+								   class->prefix) :
+						  pstrdup("Redis answered AUTH with an error; its text is not shown, since it may repeat the password."),
+						  pstrdup("Check fencing.redis_username and the password in fencing.redis_password or fencing.redis_password_file."));
 	}
 	if (reply->type != REDIS_VALUE_STATUS)
-		redis_conn_unexpected("AUTH", "a status", reply);
+		return redis_unexpected_error(err, "AUTH", "a status", reply);
+	return true;
+}
+
+/*
+ * redis_select
+ *		SELECT fencing.redis_database on a new connection, unless it is 0;
+ *		false on failure, described in *err.
+ */
+static bool
+redis_select(bool interruptible, RedisError *err)
+{
+	char		db[12];
+	const char *argv[2];
+	RedisValue *reply;
+
+	if (redis_database == 0)
+		return true;
+	snprintf(db, sizeof(db), "%d", redis_database);
+	argv[0] = "SELECT";
+	argv[1] = db;
+	reply = redis_exchange(2, argv, redis_command_timeout,
+						   interruptible, false, err);
+	if (reply == NULL)
+		return false;
+	if (reply->type == REDIS_VALUE_ERROR)
+		return redis_fail(err, redis_error_class(reply->str)->sqlstate,
+						  psprintf("could not select database %d on Redis server at \"%s\"",
+								   redis_database, redis_target()),
+						  pstrdup(reply->str), NULL);
+	if (reply->type != REDIS_VALUE_STATUS)
+		return redis_unexpected_error(err, "SELECT", "a status", reply);
+	return true;
 }
 
 /*
  * redis_connect
- *		Open the connection under the current settings: connect, set the
- *		command timeout, AUTH, SELECT.  Runs inside the caller's PG_TRY,
- *		which drops a half-made connection on any error.
+ *		Open the connection under the current settings: a non-blocking
+ *		connect, then AUTH and SELECT; false on failure, described in *err,
+ *		with nothing left behind.
+ *
+ * Like libpqsrv_connect_complete, the connect is started without waiting
+ * and completed in redis_wait, so that it answers to interrupts; only
+ * resolving a host name (getaddrinfo, inside hiredis) blocks.  hiredis
+ * marks a non-blocking context connected at once: the outcome is the
+ * socket's error once it turns writeable.
  */
-static void
-redis_connect(void)
+static bool
+redis_connect(bool interruptible, RedisError *err)
 {
 	char	   *target = redis_target();
-	struct timeval tv = ms_to_timeval(fencing_redis_connect_timeout);
 	redisContext *c;
+	TimestampTz deadline;
+	int			so_error = 0;
+	socklen_t	so_error_len = sizeof(so_error);
 
 	Assert(conn == NULL);
 
 	if (!conn_exit_registered)
 	{
-		on_proc_exit(redis_conn_at_exit, (Datum) 0);
+		on_proc_exit(redis_at_exit, (Datum) 0);
 		conn_exit_registered = true;
 	}
 
 	if (!AcquireExternalFD())
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-				 errmsg("could not connect to Redis server at \"%s\"", target),
-				 errdetail("There are too many open files on the local server."),
-				 errhint("Raise the server's max_files_per_process and/or \"ulimit -n\" limits.")));
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("could not connect to Redis server at \"%s\"",
+								   target),
+						  pstrdup("There are too many open files on the local server."),
+						  pstrdup("Raise the server's max_files_per_process and/or \"ulimit -n\" limits."));
 	conn_fd_reserved = true;
 
-	if (fencing_redis_host[0] == '/')
-		c = redisConnectUnixWithTimeout(fencing_redis_host, tv);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   redis_connect_timeout);
+	if (redis_host[0] == '/')
+		c = redisConnectUnixNonBlock(redis_host);
 	else
-		c = redisConnectWithTimeout(fencing_redis_host, fencing_redis_port, tv);
+		c = redisConnectNonBlock(redis_host, redis_port);
 	if (c == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory"),
-				 errdetail("Could not allocate a Redis connection.")));
+		return redis_fail(err, ERRCODE_OUT_OF_MEMORY, pstrdup("out of memory"),
+						  pstrdup("Could not allocate a Redis connection."),
+						  NULL);
 	conn = c;
 	if (c->err)
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("could not connect to Redis server at \"%s\": %s",
+								   target, c->errstr),
+						  NULL, NULL);
+
+	/* Replies are built by hiredis's functions, arrays under our cap. */
+	if (hiredis_create_array == NULL)
 	{
-		char	   *err = pstrdup(c->errstr);
-
-		redis_conn_drop();
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_REDIS_UNAVAILABLE),
-				 errmsg("could not connect to Redis server at \"%s\": %s",
-						target, err)));
+		redis_reply_functions = *c->reader->fn;
+		hiredis_create_array = redis_reply_functions.createArray;
+		redis_reply_functions.createArray = redis_create_array;
 	}
-
-	/* hiredis sets only the connect timeout; reads would block forever. */
-	if (redisSetTimeout(c, ms_to_timeval(fencing_redis_command_timeout)) != REDIS_OK)
-		redis_fail(REDIS_FAILURE_LOST, pstrdup(c->errstr), 0);
-	conn_timeout_applied = fencing_redis_command_timeout;
+	c->reader->fn = &redis_reply_functions;
 
 	conn_wes = CreateWaitEventSet(TopMemoryContext, 3);
 	AddWaitEventToSet(conn_wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(conn_wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
-	AddWaitEventToSet(conn_wes, WL_SOCKET_READABLE, c->fd, NULL, NULL);
+	AddWaitEventToSet(conn_wes, WL_SOCKET_WRITEABLE, c->fd, NULL, NULL);
+	conn_wes_io = WL_SOCKET_WRITEABLE;
 
-	redis_authenticate();
+	if (!redis_wait(WL_SOCKET_WRITEABLE, deadline, interruptible))
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("timed out connecting to Redis server at \"%s\"",
+								   target),
+						  psprintf("No connection within %d ms.",
+								   redis_connect_timeout),
+						  pstrdup("The limit is fencing.redis_connect_timeout."));
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &so_error_len) != 0)
+		so_error = errno;
+	if (so_error != 0)
+		return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						  psprintf("could not connect to Redis server at \"%s\": %s",
+								   target, strerror(so_error)),
+						  NULL, NULL);
 
-	if (fencing_redis_database != 0)
-	{
-		char		db[12];
-		const char *argv[2];
-		RedisValue *reply;
+	if (!redis_authenticate(interruptible, err) ||
+		!redis_select(interruptible, err))
+		return false;
 
-		snprintf(db, sizeof(db), "%d", fencing_redis_database);
-		argv[0] = "SELECT";
-		argv[1] = db;
-		reply = redis_roundtrip(2, argv, fencing_redis_command_timeout, false);
-		if (reply->type == REDIS_VALUE_ERROR)
-		{
-			redis_conn_drop();
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_REDIS_REFUSED),
-					 errmsg("could not select database %d on Redis server at \"%s\"",
-							fencing_redis_database, target),
-					 errdetail_internal("%s", reply->str)));
-		}
-		if (reply->type != REDIS_VALUE_STATUS)
-			redis_conn_unexpected("SELECT", "a status", reply);
-	}
-
-	conn_generation = settings_generation;
+	conn_generation = redis_settings_generation;
+	conn_ready = true;
+	return true;
 }
 
 /*
@@ -872,21 +955,24 @@ redis_connect(void)
 RedisValue *
 redis_command(int argc, const char **argv, int extra_timeout_ms)
 {
-	RedisValue *result = NULL;
+	RedisValue *volatile result = NULL;
+	RedisError	err;
 
 	PG_TRY();
 	{
-		redis_ensure_connected();
-		result = redis_roundtrip(argc, argv,
-								 (long) fencing_redis_command_timeout + extra_timeout_ms,
-								 false);
+		if (redis_ensure_connected(true, &err))
+			result = redis_exchange(argc, argv,
+									(long) redis_command_timeout + extra_timeout_ms,
+									true, false, &err);
 	}
 	PG_CATCH();
 	{
-		redis_conn_drop();
+		redis_drop();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (result == NULL)
+		redis_raise(&err);
 	return result;
 }
 
@@ -899,71 +985,73 @@ redis_command(int argc, const char **argv, int extra_timeout_ms)
 RedisValue *
 redis_command_if_connected(int argc, const char **argv)
 {
-	RedisValue *result = NULL;
+	RedisValue *volatile result = NULL;
+	RedisError	err;
 
-	if (conn == NULL)
+	if (conn == NULL || !conn_ready)
 		return NULL;
 	PG_TRY();
 	{
-		result = redis_roundtrip(argc, argv, fencing_redis_command_timeout, true);
+		result = redis_exchange(argc, argv, redis_command_timeout,
+								true, false, &err);
 	}
 	PG_CATCH();
 	{
-		redis_conn_drop();
+		redis_drop();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	return result;
 }
 
-/* SQLSTATE and hint for a Redis error reply, by its error code prefix. */
-typedef struct RedisErrorClass
+/*
+ * redis_command_noerror
+ *		Send one command, connecting first if need be, where nothing may be
+ *		thrown: after commit, or at backend exit, where PostgreSQL holds
+ *		interrupts and turns any ERROR into FATAL.
+ *
+ * Interrupts are held throughout, so that neither a cancel nor
+ * pg_terminate_backend cuts the call short; fencing.redis_connect_timeout
+ * bounds the connect and fencing.redis_command_timeout each exchange
+ * (AUTH, SELECT, the command).  On success *reply is the reply, which may
+ * be an error reply; on failure the connection is dropped, false is
+ * returned and *failure describes it in one line, for the caller's
+ * WARNING.
+ */
+bool
+redis_command_noerror(int argc, const char **argv, RedisValue **reply,
+					  char **failure)
 {
-	const char *prefix;
-	int			sqlstate;
-	const char *hint;
-} RedisErrorClass;
+	RedisValue *result = NULL;
+	RedisError	err;
 
-static const RedisErrorClass redis_error_classes[] = {
-	{"NOAUTH", ERRCODE_FENCING_REDIS_REFUSED,
-	"Set fencing.redis_password or fencing.redis_password_file."},
-	{"WRONGPASS", ERRCODE_FENCING_REDIS_REFUSED, NULL},
-	{"NOPERM", ERRCODE_FENCING_REDIS_REFUSED,
-	"The Redis ACL user needs EVALSHA, EVAL and WAIT, and access to the keys of fencing.redis_lock_key and fencing.redis_token_key."},
-	{"OOM", ERRCODE_FENCING_REDIS_REFUSED,
-	"Redis has reached its maxmemory limit; fencing needs room to write, and maxmemory-policy noeviction."},
-	{"READONLY", ERRCODE_FENCING_REDIS_BUSY,
-	"The server is a read-only replica; fencing.redis_host must name the primary."},
-	{"LOADING", ERRCODE_FENCING_REDIS_BUSY, NULL},
-	{"MASTERDOWN", ERRCODE_FENCING_REDIS_BUSY, NULL},
-	{"BUSY", ERRCODE_FENCING_REDIS_BUSY, NULL},
-	{"TRYAGAIN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
-	{"CLUSTERDOWN", ERRCODE_FENCING_REDIS_CLUSTER_CHANGING, NULL},
-	{"NOREPLICAS", ERRCODE_FENCING_REDIS_NOT_REPLICATED, NULL},
-	{NULL, ERRCODE_FENCING_REDIS_REFUSED, NULL}
-};
+	HOLD_INTERRUPTS();
+	if (redis_ensure_connected(false, &err))
+		result = redis_exchange(argc, argv, redis_command_timeout,
+								false, false, &err);
+	RESUME_INTERRUPTS();
+	if (result == NULL)
+	{
+		*failure = err.detail ? psprintf("%s: %s", err.message, err.detail) :
+			err.message;
+		return false;
+	}
+	*reply = result;
+	return true;
+}
 
 /*
- * redis_conn_refused
+ * redis_refused
  *		Drop the connection and report an error reply, with a SQLSTATE
  *		chosen by the Redis error code (see the README's table).
  */
 void
-redis_conn_refused(const char *command, const RedisValue *reply)
+redis_refused(const char *command, const RedisValue *reply)
 {
-	const RedisErrorClass *class;
+	const RedisErrorClass *class = redis_error_class(reply->str);
 	char	   *target = redis_target();
 
-	for (class = redis_error_classes; class->prefix != NULL; class++)
-	{
-		size_t		n = strlen(class->prefix);
-
-		if (strncmp(reply->str, class->prefix, n) == 0 &&
-			(reply->str[n] == ' ' || reply->str[n] == '\0'))
-			break;
-	}
-
-	redis_conn_drop();
+	redis_drop();
 	ereport(ERROR,
 			(errcode(class->sqlstate),
 			 errmsg("Redis server at \"%s\" refused %s", target, command),
@@ -972,46 +1060,19 @@ redis_conn_refused(const char *command, const RedisValue *reply)
 	pg_unreachable();
 }
 
-/* How a reply of the wrong shape is described. */
-static const char *
-redis_value_describe(const RedisValue *v)
-{
-	switch (v->type)
-	{
-		case REDIS_VALUE_STRING:
-			return "a string";
-		case REDIS_VALUE_ARRAY:
-			return "an array";
-		case REDIS_VALUE_INTEGER:
-			return "an integer";
-		case REDIS_VALUE_NIL:
-			return "nil";
-		case REDIS_VALUE_STATUS:
-			return "a status";
-		case REDIS_VALUE_ERROR:
-			return "an error";
-	}
-	return "something unknown";
-}
-
 /*
- * redis_conn_unexpected
+ * redis_unexpected
  *		Drop the connection and report a reply of the wrong shape: whatever
  *		is answering is not the Redis we expect, or not in step with us.
  */
 void
-redis_conn_unexpected(const char *command, const char *expected,
-					  const RedisValue *got)
+redis_unexpected(const char *command, const char *expected,
+				 const RedisValue *got)
 {
-	char	   *target = redis_target();
+	RedisError	err;
 
-	redis_conn_drop();
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCING_REDIS_PROTOCOL),
-			 errmsg("unexpected reply from Redis server at \"%s\"", target),
-			 errdetail("%s answered with %s instead of %s.",
-					   command, redis_value_describe(got), expected)));
-	pg_unreachable();
+	redis_unexpected_error(&err, command, expected, got);
+	redis_raise(&err);
 }
 
 /* Compute a script's SHA1, the name EVALSHA knows it by. */
@@ -1071,7 +1132,7 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 		reply = redis_command(argc, argv, 0);
 	}
 	if (reply->type == REDIS_VALUE_ERROR)
-		redis_conn_refused(script->name, reply);
+		redis_refused(script->name, reply);
 
 	pfree(argv);
 	return reply;

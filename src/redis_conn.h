@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * redis_conn.h
- *	  One hiredis connection per backend: settings, connect, commands,
- *	  errors.
+ *	  One hiredis connection per backend: connect, commands, replies,
+ *	  errors (its settings: redis_settings.h).
  *
  * Nothing here knows about tokens, marks or locks; callers hand in
  * commands and scripts and get back palloc'd copies of the replies, so
@@ -15,9 +15,6 @@
  */
 #ifndef REDIS_CONN_H
 #define REDIS_CONN_H
-
-/* Settings shared with fenced_lock.c. */
-extern PGDLLIMPORT int fencing_redis_command_timeout;
 
 /* A reply, copied out of hiredis into the current memory context. */
 typedef enum RedisValueType
@@ -48,20 +45,32 @@ typedef struct RedisScript
 	char		sha[41];
 } RedisScript;
 
-extern void redis_conn_init(void);
-
 #ifdef USE_HIREDIS
 extern RedisValue *redis_command(int argc, const char **argv,
 								 int extra_timeout_ms);
 extern RedisValue *redis_command_if_connected(int argc, const char **argv);
+
+/*
+ * For the places where PostgreSQL holds interrupts and nothing may throw
+ * (an XACT_EVENT_COMMIT callback, an exit callback): runs one command,
+ * connecting first if need be, bounded by fencing.redis_connect_timeout
+ * and fencing.redis_command_timeout rather than by cancel.  Returns true
+ * with *reply set (possibly an error reply), or false with the connection
+ * dropped and *failure set to a one-line description for the caller's
+ * WARNING.  Never throws (but for running out of memory).  At exit, call
+ * it from a before_shmem_exit callback: this module frees its connection
+ * in an on_proc_exit callback, and a later call would reconnect.
+ */
+extern bool redis_command_noerror(int argc, const char **argv,
+								  RedisValue **reply, char **failure);
+
 extern RedisValue *redis_eval(RedisScript *script, int nkeys,
 							  const char **keys, int nargs,
 							  const char **args);
-extern void redis_conn_drop(void);
-extern void redis_conn_refused(const char *command,
-							   const RedisValue *reply) pg_attribute_noreturn();
-extern void redis_conn_unexpected(const char *command, const char *expected,
-								  const RedisValue *got) pg_attribute_noreturn();
+extern void redis_refused(const char *command,
+						  const RedisValue *reply) pg_attribute_noreturn();
+extern void redis_unexpected(const char *command, const char *expected,
+							 const RedisValue *got) pg_attribute_noreturn();
 #endif
 
 #endif							/* REDIS_CONN_H */

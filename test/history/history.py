@@ -10,7 +10,8 @@ client records the outcome of every operation in a local file (JSON lines),
 in particular every COMMIT it saw succeed.
 
 The checker reads the log ordered by commit (track_commit_timestamp) and
-verifies, per resource, that tokens never decrease; that every write whose
+verifies, per resource, that tokens never decrease; that no token was
+issued to two acquisitions (written or not); that every write whose
 COMMIT a client saw succeed is present, and that no write the database
 rejected is; that every resource's mark is the highest token in the log;
 and that the final rows are those the last committed writes left.
@@ -569,6 +570,20 @@ def cmd_check(args):
             problems.append("SHARED token %s of %s was written by clients %s"
                             % (token, resource, sorted(clients)))
 
+    # 3b. shared grants: one token of one resource handed to two
+    # acquisitions, whether or not either wrote with it
+    grants = {}
+    for key, rec in ops.items():
+        if rec.get("token") is not None:
+            grants.setdefault((rec["resource"], rec["token"]), []).append(key)
+    shared_grants = 0
+    for (resource, token), keys in sorted(grants.items()):
+        if len(keys) > 1:
+            shared_grants += 1
+            if shared_grants <= 10:
+                problems.append("SHARED GRANT token %s of %s was issued to client/op %s"
+                                % (token, resource, sorted(keys)))
+
     # 4. the marks are the highest tokens logged
     if args.guard == "broken":
         cur.execute("SELECT resource, token FROM broken_marks")
@@ -628,7 +643,8 @@ def cmd_check(args):
     result = dict(counts, violations=len(violating_ops), violating_rows=len(violations),
                   order_mismatches=order_mismatches, lost=lost, phantoms=phantoms,
                   mark_mismatches=mark_mismatches, state_mismatches=state_mismatches,
-                  shared_tokens=shared, repairs=len(repairs), log_rows=len(log),
+                  shared_tokens=shared, shared_grants=shared_grants, grants=len(grants),
+                  repairs=len(repairs), log_rows=len(log),
                   log_rows_without_commit_ts=len(no_ts),
                   max_acquire_error_ms=max(acquire_ms) if acquire_ms else 0,
                   committed_after=after, repairs_after=repairs_after, error_codes=error_codes)
@@ -647,6 +663,7 @@ def cmd_check(args):
            + len(no_ts) + counts["no_token"])
     if shared and not args.allow_shared_tokens:
         bad += shared
+    bad += shared_grants
     if counts["committed"] == 0:
         print("history: nothing committed; the history proves nothing")
         bad += 1

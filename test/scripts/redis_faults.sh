@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # fenced_acquire() when Redis misbehaves: stopped, frozen (SIGSTOP),
 # restarted on the same port, answering garbage, answering the wrong thing,
+# answering more than fencing accepts (a huge bulk string, array or line),
 # silent, refusing (OOM, READONLY); cancel and statement_timeout while
 # waiting; and no hiredis memory or descriptors leaked on any of those
 # paths.  Every error must come within the configured timeout, with a
-# SQLSTATE of class 08 for connection trouble, and leave the backend able
-# to work as soon as Redis is back.
+# SQLSTATE of class TF (TF101 for connection trouble), and leave the
+# backend able to work as soon as Redis is back.
 #
 # Only the redis-server PIDs this script started are ever signalled.
 #
@@ -47,7 +48,7 @@ leak_loop() {
 # --------------------------------------------------------------- stopped
 
 sess a "SELECT fenced_acquire('order:1');"
-expect "with Redis up the session connects" "$R" "1"
+expect_match "with Redis up the session connects" "$R" '^[0-9]+$'
 sess a "SELECT fenced_release('order:1');"
 redis_stop
 sess a "BEGIN; INSERT INTO items VALUES (1, 5, 'must not stay'); SELECT fenced_acquire('order:1');"
@@ -71,11 +72,11 @@ sess a "RESET fencing.redis_host;"
 
 harness_redis_launch || exit 1
 sess a "SELECT fenced_acquire('order:2');"
-expect "once Redis is back the same session connects again" "$R" "1"
+expect_match "once Redis is back the same session connects again" "$R" '^[0-9]+$'
 redis_stop
 harness_redis_launch || exit 1
 sess a "SELECT fenced_acquire('order:3');"
-expect "a connection the restart closed is replaced without an error" "$S|$R" "00000|1"
+expect_match "a connection the restart closed is replaced without an error" "$S|$R" '^00000\|[0-9]+$'
 
 # ----------------------------------------------------- frozen with SIGSTOP
 
@@ -144,14 +145,28 @@ expect "Redis out of memory: SQLSTATE TF104" "$S" "TF104"
 expect_match "naming host, port and Redis's reason" "$R" \
 	"Redis server at \"127.0.0.1:$REDIS_PORT\" refused fencing acquire script.*DETAIL: +OOM"
 sess a "SELECT fenced_acquire('order:8');"
-expect "the next call works once Redis has room" "$S|$R" "00000|1"
+expect_match "the next call works once Redis has room" "$S|$R" '^00000\|[0-9]+$'
 
 start_replica
 sess a "SET fencing.redis_port = $REPLICA_PORT; SELECT fenced_acquire('order:9');"
 expect "a read-only replica: SQLSTATE TF102" "$S" "TF102"
 expect_match "with the reason" "$R" "DETAIL: +READONLY"
 sess a "RESET fencing.redis_port; SELECT fenced_acquire('order:9');"
-expect "pointed back at the primary the session works" "$S|$R" "00000|1"
+expect_match "pointed back at the primary the session works" "$S|$R" '^00000\|[0-9]+$'
+
+# Redis at maxclients greets a new connection with an error and closes it;
+# one connection kept open (h) holds the last slot and lifts the limit.
+exec {h}<>"/dev/tcp/127.0.0.1/$REDIS_PORT"
+rcli CONFIG SET maxclients 1 >/dev/null
+sess a "SET fencing.redis_port = $REDIS_PORT; SELECT fenced_acquire('order:12');"
+printf 'CONFIG SET maxclients 10000\r\n' >&"$h"
+read -r -t 5 lifted <&"$h"
+exec {h}>&-
+expect "Redis at maxclients: SQLSTATE TF102 (retry soon)" "$S" "TF102"
+expect_match "with the reason and a hint" "$R" "DETAIL: +ERR max number of clients reached.*HINT: +Redis has reached its maxclients limit"
+expect "the limit is lifted" "${lifted%$'\r'}" "+OK"
+sess a "SELECT fenced_acquire('order:12');"
+expect "and the session works again" "$S|$R" "00000|1"
 
 # --------------------------------------- garbage, wrong answers, silence
 
@@ -170,10 +185,21 @@ else:
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", int(where)))
 srv.listen(64)
-answer = {"garbage": b"HTTP/1.1 400 Bad Request\r\n\r\n", "status": b"+OK\r\n", "silent": b""}[mode]
+# Replies at and over fencing's caps (32 MB, 1,048,576 array elements,
+# lines of 64 kB); "stream" ones go on until the client hangs up.
+answer = {"garbage": lambda: b"HTTP/1.1 400 Bad Request\r\n\r\n", "status": lambda: b"+OK\r\n",
+          "silent": lambda: b"",
+          "hugearray": lambda: b"*2147483647\r\n", "overarray": lambda: b"*1048577\r\n",
+          "bigarray": lambda: b"*1048576\r\n" + b":1\r\n" * 1048576,
+          "bigbulk": lambda: b"$31457280\r\n" + b"x" * 31457280 + b"\r\n"}.get(mode, lambda: b"")()
+stream = {"hugebulk": b"$1181116006\r\n", "longline": b"+"}.get(mode)
 def serve(conn):
     try:
         while conn.recv(65536):
+            if stream:
+                conn.sendall(stream)
+                while True:
+                    conn.sendall(b"x" * 65536)
             if answer:
                 conn.sendall(answer)
     except OSError:
@@ -224,6 +250,48 @@ expect_match "unexpected reply, naming host and port, with hiredis's reason" "$R
 	"unexpected reply from Redis server at \"127.0.0.1:$FAKE_PORT\".*DETAIL: +Protocol error"
 stop_fake
 
+# Replies over the caps are refused as soon as they cross them, before
+# they are allocated whole: the old code answered a 1.1 GB bulk string with
+# "invalid memory alloc request size" (XX000) and a "*2147483647" header
+# with an 11 s uninterruptible calloc.  (A generous command timeout: the
+# fake server takes its time to send 30 MB on a loaded machine.)
+sess a "SET fencing.redis_command_timeout = '10s';"
+start_fake hugebulk
+sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
+expect "a 1.1 GB bulk string: SQLSTATE TF105" "$S" "TF105"
+expect_match "a reply too large, naming the limit" "$R" \
+	"reply from Redis server at \"127.0.0.1:$FAKE_PORT\" is too large.*DETAIL: +The reply is longer than 33554432 bytes"
+check "refused once 32 MB have come (${T} ms)" test "$T" -lt 5000
+stop_fake
+
+for fake in hugearray overarray; do
+	start_fake $fake
+	sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
+	expect "an array header of $(python3 -c "print({'hugearray': 2147483647, 'overarray': 1048577}['$fake'])") elements: SQLSTATE TF105" "$S" "TF105"
+	expect_match "a reply too large, naming the limit" "$R" \
+		"is too large.*DETAIL: +The reply has more than 1048576 array elements"
+	check "refused at once (${T} ms)" test "$T" -lt 1000
+	stop_fake
+done
+
+start_fake longline
+sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
+expect "a status line that never ends: SQLSTATE TF105" "$S" "TF105"
+expect_match "a reply too large, naming the limit" "$R" \
+	"is too large.*DETAIL: +A status, error, integer or length line of the reply is longer than 65536 bytes"
+check "refused at once (${T} ms)" test "$T" -lt 1000
+stop_fake
+
+# Replies just under the caps are read (and then refused for their shape).
+for fake in bigbulk bigarray; do
+	start_fake $fake
+	sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
+	expect_match "$fake, under the caps, is read whole: only its shape is wrong" "$S $R" \
+		"^TF105 .*fencing acquire script answered with an? (string|array) instead of"
+	stop_fake
+done
+sess a "SET fencing.redis_command_timeout = '500ms';"
+
 start_fake status
 sess a "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('order:10');"
 expect "a server answering the wrong thing: SQLSTATE TF105" "$S" "TF105"
@@ -270,7 +338,7 @@ expect "leave no descriptor open" "$LEAK_FDS" "0"
 check "and no memory behind (RSS grew ${LEAK_KB} kB)" test "$LEAK_KB" -lt 512
 
 sess a "RESET fencing.redis_host; RESET fencing.redis_port; SELECT fenced_acquire('order:11');"
-expect "after all that the session still works" "$S|$R" "00000|1"
+expect_match "after all that the session still works" "$S|$R" '^00000\|[0-9]+$'
 
 sess_close a
 redis_finish

@@ -20,10 +20,17 @@ SQL
 sess_open a
 sess_open b
 
+# Microseconds since the epoch by the Redis server's clock.
+redis_now_us() { rcli TIME | tr '\n' ' ' | awk '{ printf "%d%06d", $1, $2 }'; }
+
 # -------------------------------------------------------------- acquire, busy
 
+before=$(redis_now_us)
 sess a "SELECT fenced_acquire('order:1');"
-expect "first acquisition of a resource gets token 1" "$R" "1"
+t1=$R
+after=$(redis_now_us)
+check "a first acquisition's token is the Redis server's clock in microseconds ($before <= $t1 <= $after)" \
+	test "${t1:-0}" -ge "$before" -a "${t1:-0}" -le "$after"
 sess b "SELECT fenced_acquire('order:1') IS NULL;"
 expect "a second session gets NULL while the lock is held" "$R" "t"
 check "a busy lock answers at once when wait is 0 (${T} ms)" test "$T" -lt 1000
@@ -31,14 +38,16 @@ check "a busy lock answers at once when wait is 0 (${T} ms)" test "$T" -lt 1000
 sess a "SELECT resource || ' ' || token || ' ' || owner FROM fenced_leases();"
 lease=$R
 owner=${lease##* }
-expect_match "fenced_leases() lists the lease" "$lease" '^order:1 1 pg:'
+expect_match "fenced_leases() lists the lease" "$lease" "^order:1 $t1 pg:"
 expect "the lock key holds this lease's owner" "$(rcli GET 'fencing:v1:{r:order:1}:lock')" "$owner"
 sess a "SELECT system_identifier || ':' || pg_backend_pid() FROM pg_control_system();"
 expect_match "the owner names the server (system identifier) and the backend (PID)" \
 	"$owner" "^pg:$R:[0-9]+:[0-9a-f]{16}\$"
 pttl=$(rcli PTTL 'fencing:v1:{r:order:1}:lock')
 check "the lock key expires within the default ttl of 30 s (pttl $pttl)" test "$pttl" -gt 25000 -a "$pttl" -le 30000
-expect "the token key never expires" "$(rcli PTTL 'fencing:v1:{r:order:1}:token')" "-1"
+expect "the token key holds the token" "$(rcli GET 'fencing:v1:{r:order:1}:token')" "$t1"
+pttl=$(rcli PTTL 'fencing:v1:{r:order:1}:token')
+check "the token key expires a minute after the lock (pttl $pttl)" test "$pttl" -gt 85000 -a "$pttl" -le 90000
 sess a "SELECT expires - acquired FROM fenced_leases();"
 expect "the lease records acquired and expires" "$R" "00:00:30"
 
@@ -49,9 +58,9 @@ expect "every acquisition has its own owner string" "$R" "2"
 # ------------------------------------------------- the token is declared
 
 sess a "INSERT INTO items (id, val) VALUES (1, 'one') RETURNING tok;"
-expect "a plain write after fenced_acquire is stamped with the token" "$(echo "$R" | head -1)" "1"
+expect "a plain write after fenced_acquire is stamped with the token" "$(echo "$R" | head -1)" "$t1"
 sess a "SELECT fence_mark('order:1');"
-expect "and raises the resource's mark" "$R" "1"
+expect "and raises the resource's mark" "$R" "$t1"
 
 # -------------------------------------------------------- extend, release
 
@@ -96,6 +105,7 @@ expect "the new holder releases it" "$R" "t"
 # --------------------------------------------- wait for a release; re-acquire
 
 sess a "SELECT fenced_acquire('order:3');"
+t1=$R
 bg_out=$SESS_DIR/wait.out
 t0=$(now_ms)
 q -c "SELECT fenced_acquire('order:3', wait => '10 s')" >"$bg_out" 2>&1 &
@@ -104,7 +114,9 @@ sleep 0.5
 sess a "SELECT fenced_release('order:3');"
 wait $bg
 elapsed=$(($(now_ms) - t0))
-expect "a waiting acquisition gets the lock once it is released" "$(cat "$bg_out")" "2"
+t2=$(cat "$bg_out")
+check "a waiting acquisition gets the lock once it is released, with a higher token ($t1 < $t2)" \
+	test "$t2" -gt "${t1:-0}" 2>/dev/null
 check "soon after the release (${elapsed} ms)" test "$elapsed" -lt 2000
 
 sess a "SELECT fenced_acquire('order:4');"
@@ -139,10 +151,25 @@ sess a "SELECT fenced_release('order:6');"
 rcli FLUSHALL >/dev/null
 sess a "SELECT fenced_acquire('order:6');"
 token=$(echo "$R" | tail -1)
-check "after FLUSHALL the token is above the database's mark ($token > $mark)" \
+check "after FLUSHALL the token, from the Redis clock, is above the database's mark ($token > $mark)" \
 	test "${token:-0}" -gt "${mark:-0}"
-expect_match "one WARNING names the resource, the token Redis would have issued and the mark" \
-	"$R" "WARNING: +token counter in Redis for resource \"order:6\" went backwards: next token 1 is not above the high-water mark $mark"
+expect_no_match "with no repair needed" "$R" "WARNING"
+sess a "SELECT fenced_release('order:6');"
+
+# a mark above the Redis clock, as if that clock were behind the one that
+# issued the mark's token
+high=9000000000000000
+q -c "SELECT fence_advance('order:6', $high)" >/dev/null
+before=$(redis_now_us)
+sess a "SELECT fenced_acquire('order:6');"
+after=$(redis_now_us)
+token=$(echo "$R" | tail -1)
+expect "a token from a clock behind the mark is raised a million past the mark" "$token" "$((high + 1000001))"
+would=$(echo "$R" | sed -n 's/.*next token \([0-9]*\) is not above.*/\1/p')
+check "one WARNING names the resource, the token the clock would have issued ($before <= $would <= $after) and the mark" \
+	test -n "$would" -a "${would:-0}" -ge "$before" -a "${would:-0}" -le "$after"
+expect_match "in these words" "$R" \
+	"WARNING: +token counter in Redis for resource \"order:6\" went backwards: next token $would is not above the high-water mark $high"
 expect "exactly one" "$(echo "$R" | grep -c WARNING)" "1"
 expect "the Redis counter was raised past the mark" "$(rcli GET 'fencing:v1:{r:order:6}:token')" "$token"
 sess a "INSERT INTO items (id, val) VALUES (6, 'after repair');"
@@ -201,12 +228,15 @@ for ((i = 1; i < ${#tokens[@]}; i++)); do
 done
 expect "tokens strictly increase across fencing and the classic recipe (${tokens[*]})" "$increasing" "yes"
 expect "and each excludes the other" "$exclusive" "ok"
+expect "the classic layout's token key, shared with clients that INCR it, never expires" \
+	"$(rcli PTTL 'fence:shared')" "-1"
 sess b "RESET fencing.redis_lock_key; RESET fencing.redis_token_key;"
 
 # ------------------------------------------------ Unix socket and database
 
 sess b "SET fencing.redis_host = '$REDIS_SOCKET'; SET fencing.redis_database = 3; SELECT fenced_acquire('order:9');"
-expect "a host that is a path connects over the Unix socket, and SELECTs the database" "$R" "1"
+check "a host that is a path connects over the Unix socket, and SELECTs the database ($R)" \
+	test "$R" -gt 0 2>/dev/null
 expect "the keys are in that database" "$(rcli -n 3 EXISTS 'fencing:v1:{r:order:9}:lock')" "1"
 sess b "RESET fencing.redis_database; SELECT fenced_release('order:9');"
 expect "changing a connection setting reconnects: release looks in database 0 now" "$R" "f"

@@ -1,0 +1,271 @@
+/*-------------------------------------------------------------------------
+ *
+ * redis_settings.c
+ *	  The settings of the Redis connection: definitions, check hooks, the
+ *	  show hook that masks the password.
+ *
+ * They exist whether or not the module was built with hiredis, so that
+ * one postgresql.conf serves both builds; redis_conn.c reads them when it
+ * connects.  The server and credentials settings are superuser-only, the
+ * timeouts anyone's.
+ *
+ * IDENTIFICATION
+ *	  src/redis_settings.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <sys/un.h>
+
+#include "redis_settings.h"
+#include "utils/guc.h"
+
+/* Bounds of the settings. */
+#define REDIS_DEFAULT_PORT				6379
+#define REDIS_MAX_DATABASE				INT_MAX
+#define REDIS_DEFAULT_CONNECT_TIMEOUT	2000	/* ms */
+#define REDIS_MAX_CONNECT_TIMEOUT		60000	/* ms */
+#define REDIS_DEFAULT_COMMAND_TIMEOUT	1000	/* ms */
+#define REDIS_MAX_COMMAND_TIMEOUT		3600000 /* ms */
+#define REDIS_MAX_HOST_LEN				253
+#define REDIS_MAX_USERNAME_LEN			512
+
+/* The settings, read by redis_conn.c. */
+char	   *redis_host = NULL;
+int			redis_port = REDIS_DEFAULT_PORT;
+char	   *redis_username = NULL;
+char	   *redis_password = NULL;
+char	   *redis_password_file = NULL;
+int			redis_database = 0;
+int			redis_connect_timeout = REDIS_DEFAULT_CONNECT_TIMEOUT;
+int			redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
+
+/* See redis_settings.h. */
+uint64		redis_settings_generation = 0;
+
+/*
+ * redis_settings_changed_str, redis_settings_changed_int
+ *		Assign hook of the settings that name the server or the
+ *		credentials: the next command reconnects.  Only flags, since an
+ *		assign hook must not fail (and also runs in the postmaster).
+ */
+static void
+redis_settings_changed_str(const char *newval, void *extra)
+{
+	redis_settings_generation++;
+}
+
+static void
+redis_settings_changed_int(int newval, void *extra)
+{
+	redis_settings_generation++;
+}
+
+/*
+ * check_redis_host
+ *		A host name or IP address, or the absolute path of a Unix socket.
+ */
+static bool
+check_redis_host(char **newval, void **extra, GucSource source)
+{
+	const char *p;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+	{
+		GUC_check_errdetail("A host name, an IP address or the absolute path of a Unix socket is required.");
+		return false;
+	}
+	if ((*newval)[0] == '/')
+	{
+		if (strlen(*newval) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
+		{
+			GUC_check_errdetail("A Unix socket path can be at most %d bytes long.",
+								(int) sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
+			return false;
+		}
+		return true;
+	}
+	if (strlen(*newval) > REDIS_MAX_HOST_LEN)
+	{
+		GUC_check_errdetail("A host name can be at most %d bytes long.",
+							REDIS_MAX_HOST_LEN);
+		return false;
+	}
+	for (p = *newval; *p; p++)
+	{
+		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p) ||
+			*p == '/')
+		{
+			GUC_check_errdetail("A host name cannot contain white space, control characters or \"/\"; a Unix socket path must be absolute.");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * check_redis_username
+ *		Empty (no ACL user), or a name Redis ACLs can hold.
+ */
+static bool
+check_redis_username(char **newval, void **extra, GucSource source)
+{
+	const char *p;
+
+	if (*newval == NULL)
+		return true;
+	if (strlen(*newval) > REDIS_MAX_USERNAME_LEN)
+	{
+		GUC_check_errdetail("A Redis user name can be at most %d bytes long.",
+							REDIS_MAX_USERNAME_LEN);
+		return false;
+	}
+	for (p = *newval; *p; p++)
+	{
+		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p))
+		{
+			GUC_check_errdetail("A Redis user name cannot contain white space or control characters.");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * check_redis_password
+ *		Any text Redis could take, within a sane length.
+ */
+static bool
+check_redis_password(char **newval, void **extra, GucSource source)
+{
+	if (*newval != NULL && strlen(*newval) > REDIS_MAX_PASSWORD_LEN)
+	{
+		GUC_check_errdetail("A Redis password can be at most %d bytes long.",
+							REDIS_MAX_PASSWORD_LEN);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * check_redis_password_file
+ *		Empty, or a file name without control characters.  The file itself
+ *		is read and checked when connecting, so that it can be rotated
+ *		without a reload.
+ */
+static bool
+check_redis_password_file(char **newval, void **extra, GucSource source)
+{
+	const char *p;
+
+	if (*newval == NULL)
+		return true;
+	for (p = *newval; *p; p++)
+	{
+		if (iscntrl((unsigned char) *p))
+		{
+			GUC_check_errdetail("A file name cannot contain control characters.");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * show_redis_password
+ *		Never print the password, not even to a superuser: whether one is
+ *		set is all SHOW and pg_settings tell.
+ */
+static const char *
+show_redis_password(void)
+{
+	if (redis_password != NULL && redis_password[0] != '\0')
+		return "********";
+	return "";
+}
+
+/*
+ * redis_settings_init
+ *		Define the connection settings; called from _PG_init.  They exist
+ *		whether or not the module was built with hiredis, so that one
+ *		postgresql.conf serves both builds.
+ */
+void
+redis_settings_init(void)
+{
+	DefineCustomStringVariable("fencing.redis_host",
+							   "Redis server that fenced_acquire() takes locks and tokens from.",
+							   "A host name or IP address, or the absolute path of a Unix socket.",
+							   &redis_host,
+							   "127.0.0.1",
+							   PGC_SUSET,
+							   0,
+							   check_redis_host, redis_settings_changed_str, NULL);
+
+	DefineCustomIntVariable("fencing.redis_port",
+							"TCP port of the Redis server.",
+							"Not used when fencing.redis_host is a Unix socket.",
+							&redis_port,
+							REDIS_DEFAULT_PORT, 1, 65535,
+							PGC_SUSET,
+							0,
+							NULL, redis_settings_changed_int, NULL);
+
+	DefineCustomStringVariable("fencing.redis_username",
+							   "Redis ACL user to authenticate as.",
+							   "Empty means the \"default\" user (AUTH with the password only).",
+							   &redis_username,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_username, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_password",
+							   "Password to authenticate to Redis with.",
+							   "Empty means none.  Shown only as asterisks, and only to superusers; prefer fencing.redis_password_file.",
+							   &redis_password,
+							   "",
+							   PGC_SUSET,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_redis_password, redis_settings_changed_str,
+							   show_redis_password);
+
+	DefineCustomStringVariable("fencing.redis_password_file",
+							   "File holding the password to authenticate to Redis with.",
+							   "The first line of the file is the password.  It is read at every connect and must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means none.",
+							   &redis_password_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomIntVariable("fencing.redis_database",
+							"Redis database number to SELECT after connecting.",
+							"0 means no SELECT; the server's \"databases\" setting bounds the valid numbers.",
+							&redis_database,
+							0, 0, REDIS_MAX_DATABASE,
+							PGC_SUSET,
+							0,
+							NULL, redis_settings_changed_int, NULL);
+
+	DefineCustomIntVariable("fencing.redis_connect_timeout",
+							"Longest wait for a connection to the Redis server.",
+							"Valid range is 1 ms to 60 s.",
+							&redis_connect_timeout,
+							REDIS_DEFAULT_CONNECT_TIMEOUT, 1, REDIS_MAX_CONNECT_TIMEOUT,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.redis_command_timeout",
+							"Longest wait for the Redis server to answer one command.",
+							"Valid range is 1 ms to 1 h.  A command that is not answered in time fails and its connection is dropped.",
+							&redis_command_timeout,
+							REDIS_DEFAULT_COMMAND_TIMEOUT, 1, REDIS_MAX_COMMAND_TIMEOUT,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}

@@ -1,0 +1,98 @@
+"""A real ORM session against a fenced table: SQLAlchemy (Debian's
+python3-sqlalchemy), run by test/scripts/app_clients.sh.
+
+SQLAlchemy puts in an UPDATE only the attributes that changed, so a plain
+session passes the guard with or without the precedence rule; with
+flag_modified() on the token column it writes the loaded token back, the
+shape Django's save() and Hibernate send.  Session B holds the lock at 34,
+loads the row written at 33, and saves it: the write must carry 34 (before,
+it carried 33, the mark stayed 33, and the stale holder A was then
+accepted with 33).
+
+Prints one "ok - ..." or "not ok - ..." line per assertion; exits non-zero
+if any failed.  Connection parameters come from the environment.
+"""
+import sys
+
+import psycopg2
+import sqlalchemy
+from sqlalchemy import BigInteger, Column, Integer, Text, text
+from sqlalchemy.orm import Session, declarative_base
+from sqlalchemy.orm.attributes import flag_modified
+
+Base = declarative_base()
+failed = 0
+
+
+class Order(Base):
+    __tablename__ = "orm_orders"
+    id = Column(Integer, primary_key=True)
+    status = Column(Text)
+    tok = Column(BigInteger)
+
+
+def check(desc, want, got):
+    global failed
+    if want == got:
+        print(f"ok - {desc}")
+    else:
+        failed += 1
+        print(f"not ok - {desc}\n#   expected: {want!r}\n#        got: {got!r}")
+
+
+def main():
+    engine = sqlalchemy.create_engine("postgresql+psycopg2://",
+                                      creator=lambda: psycopg2.connect(""))
+    with engine.begin() as conn:
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS fencing"))
+        conn.execute(text("CREATE TABLE orm_orders (id int PRIMARY KEY, status text, tok fence_token)"))
+        conn.execute(text("""CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON orm_orders
+            FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'orm:{id}')"""))
+        conn.execute(text("INSERT INTO orm_orders VALUES (42, 'paid', 33)"))
+
+    # B: a plain session writes only the changed column; the declared
+    # token is stamped
+    with Session(engine) as b:
+        b.execute(text("SELECT fence_use('orm:42', 34, is_local => true)"))
+        order = b.get(Order, 42)
+        order.status = "packed"
+        b.commit()
+    with engine.connect() as conn:
+        check("a plain SQLAlchemy session is stamped with the declared token", "34",
+              conn.execute(text("SELECT tok::text FROM orm_orders WHERE id = 42")).scalar())
+
+    # B again, at 35, saving every loaded column (flag_modified)
+    with Session(engine) as b:
+        b.execute(text("SELECT fence_use('orm:42', 35, is_local => true)"))
+        order = b.get(Order, 42)
+        loaded = order.tok
+        order.status = "shipped"
+        flag_modified(order, "tok")
+        b.commit()
+    check("the session loaded the row at 34", 34, int(loaded))
+    with engine.connect() as conn:
+        check("flag_modified writes the loaded 34 back, the row carries the declared 35", "35",
+              conn.execute(text("SELECT tok::text FROM orm_orders WHERE id = 42")).scalar())
+        check("the mark is the declared 35", "35",
+              conn.execute(text("SELECT fence_mark('orm:42')::text")).scalar())
+
+    # A, the stale holder of 34, saves through its own session
+    code = None
+    with Session(engine) as a:
+        order = a.get(Order, 42)
+        order.status = "refunded"
+        order.tok = 34
+        try:
+            a.commit()
+        except sqlalchemy.exc.DBAPIError as e:
+            code = e.orig.pgcode
+    check("the stale holder's save is rejected with TF001", "TF001", code)
+
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE orm_orders"))
+        conn.execute(text("SELECT fence_forget('orm:42')"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

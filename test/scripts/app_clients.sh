@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# test/scripts/app_clients.sh: the README's application snippets, run as
+# written, and a real ORM session (README "Using it from applications").
+#
+# Extracts each code block that follows a "<!-- snippet: NAME ... -->"
+# line in README.md and runs it against a throwaway cluster: the psycopg2
+# and node-postgres examples (pg installed from npm into a private
+# directory), and the configuration example.  Then runs a SQLAlchemy
+# session (Debian's python3-sqlalchemy) that writes every loaded column
+# back (test/lib/orm_sqlalchemy.py).
+#
+#   bash test/scripts/app_clients.sh
+set -euo pipefail
+
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+
+harness_install_deps python3-sqlalchemy
+command -v npm >/dev/null || harness_install_deps nodejs npm
+harness_start_pg
+harness_tmpdir workdir
+
+failed=0
+ok() { printf 'ok - %s\n' "$1"; }
+not_ok() {
+	printf 'not ok - %s\n' "$1"
+	failed=$((failed + 1))
+}
+expect_eq() {
+	local desc=$1 want=$2 got=$3
+	if [ "$want" = "$got" ]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
+	fi
+}
+
+# The code block after the README's "<!-- snippet: NAME" line.
+snippet() {
+	awk -v name="$1" '
+		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
+		want && /^```/ { if (inside) exit; inside = 1; next }
+		inside { print }
+	' "$FENCING_TOP/README.md"
+}
+
+sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
+
+# a table for the snippets: order 42 written at 33
+sql -c "CREATE EXTENSION fencing" -c "
+	CREATE TABLE orders (order_id int PRIMARY KEY, status text, tok fence_token);
+	CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON orders
+		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{order_id}');
+	INSERT INTO orders VALUES (42, 'paid', 33);"
+
+# psycopg2
+snippet python >"$workdir/snippet.py"
+expect_eq "README's psycopg2 snippet: tokens as int, TF001 caught" \
+	"written with token 34
+stale token, not retried: Token 33 is below the current mark 34." \
+	"$(/usr/bin/python3 "$workdir/snippet.py" 2>&1)"
+
+# node-postgres, from npm
+(cd "$workdir" && npm install --silent --no-save --no-audit --no-fund pg@8 >/dev/null 2>&1)
+snippet node >"$workdir/snippet.js"
+expect_eq "README's node-postgres snippet: tokens as BigInt, TF001 caught" \
+	"written with token bigint 35
+stale token, not retried: Token 34 is below the current mark 35." \
+	"$(cd "$workdir" && node snippet.js 2>&1)"
+
+# the configuration example, for a database "app"; a new session sees it
+# before and after the library is loaded
+sql -c "CREATE DATABASE app" -c "CREATE ROLE app_user LOGIN"
+sql -d app -c "CREATE EXTENSION fencing"
+snippet config | sql
+load="SELECT fence_mark('any') IS NULL AS loaded"
+settings="SELECT current_setting('fencing.redis_host') || '|' || current_setting('fencing.redis_port')"
+expect_eq "README's configuration: the database's Redis server, before the library loads" \
+	"10.1.2.3|6380" "$(sql -d app -U app_user -c "$settings")"
+expect_eq "... and after it loads" "10.1.2.3|6380" \
+	"$(sql -d app -U app_user -c "$load" -c "$settings" | tail -1)"
+expect_eq "an ordinary user's SET before the load is discarded when it loads" "10.1.2.3" \
+	"$(sql -d app -U app_user -c "SET fencing.redis_host = 'evil.example'" -c "$load" -c "SHOW fencing.redis_host" 2>/dev/null | tail -1)"
+expect_eq "an ordinary user's SET after the load is refused" "42501" \
+	"$(printf "%s;\nSET fencing.redis_host = 'evil.example';\n\\\\echo :LAST_ERROR_SQLSTATE\n" "$load" | psql -X -q -A -t -d app -U app_user 2>/dev/null | tail -1)"
+
+# a real ORM session
+/usr/bin/python3 "$FENCING_TOP/test/lib/orm_sqlalchemy.py" || failed=$((failed + 1))
+
+[ $failed -eq 0 ]
