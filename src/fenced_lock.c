@@ -71,6 +71,7 @@
 #include "redis_conn.h"
 #include "resource_map.h"
 #include "resource_name.h"
+#include "stats.h"
 #include "storage/latch.h"
 #include "token_parse.h"
 #include "utils/builtins.h"
@@ -879,6 +880,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 
 		fence_token_to_cstring(would, would_text);
 		fence_token_to_cstring(*token, issued);
+		stats_redis_count(STATS_REDIS_REPAIRED);
 		ereport(WARNING,
 				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
 						resource, would_text, floor),
@@ -970,7 +972,10 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	if (!taken)
+	{
+		stats_redis_count(STATS_REDIS_BUSY);
 		PG_RETURN_NULL();
+	}
 
 	if (fencing_redis_wait_replicas > 0)
 		fenced_wait_replicas(resource, lock_key, owner, ttl_ms);
@@ -986,6 +991,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	lease_maybe_clear(lease);
 	declared_set(resource, token, false);
 	leases_prune(now);
+	stats_redis_acquired(TimestampTzPlusMilliseconds(deadline, -wait_ms));
 
 	PG_RETURN_FENCE_TOKEN(token);
 #else

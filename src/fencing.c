@@ -21,6 +21,7 @@
 #include "marks.h"
 #include "pg_compat.h"
 #include "redis_settings.h"
+#include "stats.h"
 #include "tcop/pquery.h"
 #include "utils/guc.h"
 #include "utils/portal.h"
@@ -125,6 +126,7 @@ fencing_xact_callback(XactEvent event, void *arg)
 			declared_at_xact_end();
 			marks_at_xact_end();
 			guard_config_at_xact_end();
+			stats_at_xact_end();
 			merges_running = 0;
 			loaded_in_portal = NULL;
 			break;
@@ -152,5 +154,6 @@ _PG_init(void)
 	fencing_note_load();
 	redis_settings_init();
 	fenced_lock_init();
+	stats_init();
 	MarkGUCPrefixReserved("fencing");
 }
