@@ -931,6 +931,7 @@ marks_check(const char *resource, FenceToken token, bool strict)
 		{
 			slot->token = token;
 			slot->written = true;
+			stats_count(STATS_MARKS_RAISED);
 			return;
 		}
 	}
