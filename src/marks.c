@@ -1112,10 +1112,18 @@ marks_read_newest(const char *resource, FenceToken *mark)
 	index_rescan(scan, &skey, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
+		Buffer		buffer = ((BufferHeapTupleTableSlot *) slot)->buffer;
 		bool		isnull;
 		FenceToken	token;
 
+		/*
+		 * A raise in place rewrites an in-progress version's token under an
+		 * exclusive lock on its buffer; read it under a share lock, so that
+		 * it is never seen half written.
+		 */
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
 		token = DatumGetFenceToken(slot_getattr(slot, Anum_mark_token, &isnull));
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
 		if (!isnull && (!found || token > *mark))
 		{
 			*mark = token;
