@@ -218,8 +218,9 @@ redis_value_describe(const RedisValue *v)
 
 /*
  * The server connected to, or to be: fencing.redis_host and
- * fencing.redis_port, or in Sentinel mode the primary the Sentinels named
- * (target_host in TopMemoryContext, NULL otherwise).
+ * fencing.redis_port (target_host NULL), or in Sentinel mode the primary
+ * the Sentinels named, or in Cluster mode the node of the active
+ * connection (target_host in TopMemoryContext).
  */
 static char *target_host = NULL;
 static int	target_port = 0;
@@ -236,7 +237,10 @@ redis_target_port(void)
 	return target_host != NULL ? target_port : redis_port;
 }
 
-/* Aim at host:port (a Sentinel's answer), or with NULL at the settings. */
+/*
+ * Aim at host:port (a Sentinel's answer, a cluster node), or with NULL at
+ * the settings.
+ */
 static void
 redis_set_target(const char *host, int port)
 {
@@ -1084,8 +1088,9 @@ redis_connect_sentinel(bool interruptible, RedisError *err)
 /*
  * redis_connect
  *		Open the connection under the current settings: to
- *		fencing.redis_host, or to the primary the Sentinels name; false on
- *		failure, described in *err, with nothing left behind.
+ *		fencing.redis_host, to the primary the Sentinels name, or to the
+ *		cluster node redis_cluster_prepare chose; false on failure,
+ *		described in *err, with nothing left behind.
  */
 static bool
 redis_connect(bool interruptible, RedisError *err)
