@@ -198,7 +198,30 @@ kill -CONT "$REDIS_PID"
 expect_match "an abort with Redis frozen: the error, then a WARNING" "$R" \
 	'ERROR:  division by zero WARNING:  could not release the Redis lock on resource "x:21"'
 check "bounded by the command timeout too ($abort_ms ms)" test "$abort_ms" -lt 1300
-sess a "ROLLBACK; RESET fencing.redis_command_timeout;"
+sess a "ROLLBACK;"
+
+# an attempt whose outcome is unknown is given back with the transaction
+sess a "BEGIN;"
+kill -STOP "$REDIS_PID"
+sess a "DO \$\$ BEGIN PERFORM fenced_acquire_xact('x:27', ttl => '60 s'); EXCEPTION WHEN SQLSTATE 'TF101' THEN RAISE NOTICE 'no answer'; END \$\$;"
+kill -CONT "$REDIS_PID"
+expect_match "an attempt with Redis frozen gets no answer (caught in the transaction)" "$R" "NOTICE:  no answer"
+for _ in $(seq 40); do
+	[ "$(held x:27)" = 1 ] && break
+	sleep 0.05
+done
+expect "the attempt ran when Redis woke: the lock is taken" "$(held x:27)" "1"
+sess a "COMMIT;"
+expect "the transaction's end gives back the lock its unanswered attempt took" "$S|$(held x:27)" "00000|0"
+sess a "SELECT fenced_release('x:27');"
+expect "and nothing of it is kept for the session's later calls" "$S|$R" "00000|f"
+sess a "RESET fencing.redis_command_timeout;"
+
+# fenced_release of a session lease withdraws the session's declaration
+# even while a transaction-local one exists for the resource
+sess a "SELECT fenced_acquire('x:28') IS NOT NULL;"
+sess a "BEGIN; SELECT fence_use('x:28', 5, is_local => true); SELECT fenced_release('x:28'); SELECT count(*) FROM fence_declared() WHERE NOT is_local; COMMIT;"
+expect "fenced_release ends the session declaration under a local one" "$R" $'\nt\n0'
 
 # --------------------------------------------------------- backend exit
 
