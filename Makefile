@@ -26,6 +26,7 @@ OBJS = \
 	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \
+	src/stats.o \
 	src/token_parse.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

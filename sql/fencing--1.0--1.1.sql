@@ -154,6 +154,60 @@ COMMENT ON FUNCTION @extschema@.fence_forget_idle(interval, text) IS 'delete the
 
 COMMENT ON VIEW @extschema@.fence_marks IS 'high-water mark of every resource, and when it was last raised or (to within a minute) written at its token';
 
+-- statistics
+
+-- What the guard trigger did, per guarded table, in the shape of
+-- pg_stat_user_tables: cluster-wide when the library is in
+-- shared_preload_libraries, else this backend's own (fence_stat_info says
+-- which).
+CREATE FUNCTION @extschema@.fence_stat_tables_data(OUT relid oid, OUT checked bigint,
+		OUT accepted bigint, OUT rejected_stale bigint, OUT rejected_no_token bigint,
+		OUT marks_raised bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+CREATE FUNCTION @extschema@.fence_stat_info_data(OUT mode text, OUT capacity integer,
+		OUT tables integer, OUT stats_reset timestamptz)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+CREATE FUNCTION @extschema@.fence_stat_reset() RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.fence_stat_reset() FROM PUBLIC;
+
+CREATE VIEW @extschema@.fence_stat_tables AS
+	SELECT NULLIF(s.relid, 0::pg_catalog.oid)::pg_catalog.regclass AS table_name,
+		s.checked, s.accepted, s.rejected_stale, s.rejected_no_token, s.marks_raised
+	FROM @extschema@.fence_stat_tables_data() AS s;
+GRANT SELECT ON @extschema@.fence_stat_tables TO PUBLIC;
+CREATE VIEW @extschema@.fence_stat_info AS
+	SELECT i.mode, i.capacity, i.tables, i.stats_reset
+	FROM @extschema@.fence_stat_info_data() AS i;
+GRANT SELECT ON @extschema@.fence_stat_info TO PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_stat_tables_data() IS 'counters of the guard trigger per guarded table (see fence_stat_tables)';
+COMMENT ON FUNCTION @extschema@.fence_stat_info_data() IS 'where the counters are kept and when they were reset (see fence_stat_info)';
+COMMENT ON FUNCTION @extschema@.fence_stat_reset() IS 'set the counters of fence_stat_tables and fence_stat_redis back to zero';
+COMMENT ON VIEW @extschema@.fence_stat_tables IS 'per guarded table: rows checked, accepted, rejected with a stale token, rejected without a token, and marks raised';
+COMMENT ON VIEW @extschema@.fence_stat_info IS 'whether the counters are cluster-wide (shared) or this backend''s, the shared table''s capacity and use, and the last reset';
+
+-- The Redis functions' counters, one row.
+CREATE FUNCTION @extschema@.fence_stat_redis_data(OUT acquired bigint, OUT busy bigint,
+		OUT repairs bigint, OUT connects bigint, OUT errors_unavailable bigint,
+		OUT errors_busy bigint, OUT errors_cluster_changing bigint,
+		OUT errors_refused bigint, OUT errors_protocol bigint,
+		OUT errors_not_replicated bigint, OUT acquire_p50_ms double precision,
+		OUT acquire_p99_ms double precision)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+CREATE VIEW @extschema@.fence_stat_redis AS
+	SELECT r.acquired, r.busy, r.repairs, r.connects, r.errors_unavailable, r.errors_busy,
+		r.errors_cluster_changing, r.errors_refused, r.errors_protocol,
+		r.errors_not_replicated, r.acquire_p50_ms, r.acquire_p99_ms
+	FROM @extschema@.fence_stat_redis_data() AS r;
+GRANT SELECT ON @extschema@.fence_stat_redis TO PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_stat_redis_data() IS 'counters of the Redis functions (see fence_stat_redis)';
+COMMENT ON VIEW @extschema@.fence_stat_redis IS 'locks taken and given up as busy, token counters repaired, connections made, errors by SQLSTATE (TF101 to TF106) of the Redis functions, and how long an acquisition took (median and 99th percentile)';
+
 -- DDL that would unfence a table
 --
 -- One event trigger, a member of the extension: new inheritance children

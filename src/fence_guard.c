@@ -47,6 +47,7 @@
 #include "marks.h"
 #include "pg_compat.h"
 #include "resource_name.h"
+#include "stats.h"
 #include "nodes/bitmapset.h"
 #include "replica.h"
 #include "storage/proc.h"
@@ -170,6 +171,7 @@ static void
 guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 			   const char *column, bool set_to_null)
 {
+	stats_count(STATS_REJECTED_NO_TOKEN);
 	if (set_to_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_NO_TOKEN),
@@ -464,12 +466,13 @@ fence_guard(PG_FUNCTION_ARGS)
 				 errhint("fence_guard() must run before the row is written.")));
 
 	config = guard_config(fcinfo, trigger, trigdata->tg_relation);
+	stats_row_start(RelationGetRelid(trigdata->tg_relation));
 
 	if (replica_applying())
-		return PointerGetDatum(guard_replicated(trigdata, config));
+		return stats_row_accepted(PointerGetDatum(guard_replicated(trigdata, config)));
 	if (config->nparts == 0)
-		return PointerGetDatum(guard_row_scope(trigdata, config));
-	return PointerGetDatum(guard_resource_scope(trigdata, config));
+		return stats_row_accepted(PointerGetDatum(guard_row_scope(trigdata, config)));
+	return stats_row_accepted(PointerGetDatum(guard_resource_scope(trigdata, config)));
 }
 
 /*

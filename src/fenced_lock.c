@@ -84,6 +84,7 @@
 #include "redis_conn.h"
 #include "resource_map.h"
 #include "resource_name.h"
+#include "stats.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "token_parse.h"
@@ -960,6 +961,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 
 		fence_token_to_cstring(would, would_text);
 		fence_token_to_cstring(*token, issued);
+		stats_redis_count(STATS_REDIS_REPAIRED);
 		ereport(WARNING,
 				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
 						resource, would_text, floor),
@@ -1354,7 +1356,10 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 	}
 	PG_END_TRY();
 	if (!taken)
+	{
+		stats_redis_count(STATS_REDIS_BUSY);
 		PG_RETURN_NULL();
+	}
 
 	if (fencing_redis_wait_replicas > 0)
 		fenced_wait_replicas(resource, lock_key, owner, ttl_ms, xact);
@@ -1385,6 +1390,7 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 	lease_maybe_clear(lease);
 	declared_set(resource, token, xact);
 	leases_prune(now);
+	stats_redis_acquired(TimestampTzPlusMilliseconds(deadline, -wait_ms));
 
 	PG_RETURN_FENCE_TOKEN(token);
 #else

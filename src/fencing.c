@@ -22,6 +22,7 @@
 #include "marks.h"
 #include "pg_compat.h"
 #include "redis_settings.h"
+#include "stats.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
 
@@ -143,6 +144,7 @@ fencing_xact_callback(XactEvent event, void *arg)
 			declared_at_xact_end();
 			marks_at_xact_end();
 			guard_config_at_xact_end();
+			stats_at_xact_end();
 			merges_running = 0;
 			loaded_mid_statement = false;
 			break;
@@ -172,5 +174,6 @@ _PG_init(void)
 	loaded_mid_statement = IsTransactionState();
 	redis_settings_init();
 	fenced_lock_init();
+	stats_init();
 	MarkGUCPrefixReserved("fencing");
 }

@@ -73,6 +73,7 @@
 #include "marks.h"
 #include "miscadmin.h"
 #include "resource_name.h"
+#include "stats.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -681,6 +682,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 			marks_insert_unlock(&insert_tag, &insert_locked);
 			*mark = token;
 			*written = true;
+			stats_count(STATS_MARKS_RAISED);
 			break;
 		}
 		marks_insert_unlock(&insert_tag, &insert_locked);
@@ -694,6 +696,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 			{
 				*mark = token;
 				*written = true;
+				stats_count(STATS_MARKS_RAISED);
 				break;
 			}
 		}
@@ -749,6 +752,7 @@ marks_report_stale(const char *resource, const char *table,
 	char		offered[FENCE_TOKEN_TEXT_LEN];
 	char		current[FENCE_TOKEN_TEXT_LEN];
 
+	stats_count(STATS_REJECTED_STALE);
 	fence_token_to_cstring(token, offered);
 	fence_token_to_cstring(mark, current);
 	if (resource == NULL)

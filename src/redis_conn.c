@@ -64,6 +64,7 @@
 #include "pgstat.h"
 #include "redis_conn.h"
 #include "redis_settings.h"
+#include "stats.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -969,6 +970,7 @@ redis_connect(bool interruptible, RedisError *err)
 
 	conn_generation = redis_settings_generation;
 	conn_ready = true;
+	stats_redis_count(STATS_REDIS_CONNECTS);
 	return true;
 }
 

@@ -170,7 +170,7 @@ start_call reload_receive "SELECT fenced_acquire('reload:receive');"
 reload_during reload_receive
 kill -CONT "$REDIS_PID"
 end_call
-expect "receive: a reload does not break the call, which gets its token once Redis wakes" "$OUTPUT" "1"
+expect_match "receive: a reload does not break the call, which gets its token once Redis wakes" "$OUTPUT" "^[1-9][0-9]*$"
 
 # connect: the backlog drains after the reload, and the SYN sent again
 # (1 s, then 3 s after the first) is answered
@@ -178,7 +178,7 @@ start_call reload_connect "$(phase_sql connect)" "SELECT fenced_acquire('reload:
 reload_during reload_connect
 kill -CONT "$BL_PID"
 end_call
-expect "connect: a reload does not break the connect, which completes once the backlog drains" "$OUTPUT" "1"
+expect_match "connect: a reload does not break the connect, which completes once the backlog drains" "$OUTPUT" "^[1-9][0-9]*$"
 exec {filler}>&-
 
 # send: an ACL user has the long password (a client that has not
@@ -197,7 +197,6 @@ start_call reload_send "$(phase_sql send)" "SELECT fenced_acquire('reload:send')
 reload_during reload_send
 kill -CONT "$REDIS_PID"
 end_call
-expect "send: a reload does not break a send in progress, which completes once Redis reads" "$OUTPUT" "t
-1"
+expect_match "send: a reload does not break a send in progress, which completes once Redis reads" "$OUTPUT" "^t [1-9][0-9]*$"
 
 redis_finish

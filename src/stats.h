@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.h
+ *	  Counters of what the guard trigger did, per guarded table, and of
+ *	  what the Redis functions did.
+ *
+ * IDENTIFICATION
+ *	  src/stats.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FENCING_STATS_H
+#define FENCING_STATS_H
+
+#include "datatype/timestamp.h"
+
+/* What is counted for each guarded table. */
+typedef enum StatsCounter
+{
+	STATS_CHECKED,				/* rows the guard looked at */
+	STATS_ACCEPTED,				/* rows it let through */
+	STATS_REJECTED_STALE,		/* rows rejected with a stale token */
+	STATS_REJECTED_NO_TOKEN,	/* rows rejected for carrying no token */
+	STATS_MARKS_RAISED,			/* marks created or raised by its writes */
+	STATS_NCOUNTERS
+} StatsCounter;
+
+/* What is counted for the Redis functions. */
+typedef enum StatsRedisCounter
+{
+	STATS_REDIS_ACQUIRED,		/* fenced_acquire() took the lock */
+	STATS_REDIS_BUSY,			/* fenced_acquire() gave up on a busy lock */
+	STATS_REDIS_REPAIRED,		/* token counters repaired past the mark */
+	STATS_REDIS_CONNECTS,		/* connections made to Redis */
+	STATS_REDIS_UNAVAILABLE,	/* errors TF101 to TF106, in that order */
+	STATS_REDIS_BUSY_ERRORS,
+	STATS_REDIS_CLUSTER_CHANGING,
+	STATS_REDIS_REFUSED,
+	STATS_REDIS_PROTOCOL,
+	STATS_REDIS_NOT_REPLICATED,
+	STATS_REDIS_NCOUNTERS
+} StatsRedisCounter;
+
+extern void stats_init(void);
+extern void stats_row_start(Oid relid);
+extern Datum stats_row_accepted(Datum result);
+extern void stats_count(StatsCounter counter);
+extern void stats_at_xact_end(void);
+extern void stats_redis_count(StatsRedisCounter counter);
+extern void stats_redis_acquired(TimestampTz started);
+
+#endif							/* FENCING_STATS_H */
