@@ -987,6 +987,7 @@ typedef struct ReleaseBatch
 	const char ***argv;
 } ReleaseBatch;
 
+/* Start an empty batch. */
 static void
 release_batch_init(ReleaseBatch *batch)
 {
