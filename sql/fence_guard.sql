@@ -217,6 +217,18 @@ UPDATE orders SET tok = 12 WHERE order_id = 50;
 ROLLBACK;
 SELECT fence_mark('order:50');
 
+-- raises in one transaction rewrite the mark's version in place, without
+-- a lookup; a version the same transaction then rewrote by hand (as a
+-- superuser may) is no longer the mark, and the next raise looks it up
+BEGIN;
+INSERT INTO orders VALUES (50, 10, 'new');
+UPDATE orders SET tok = 11 WHERE order_id = 50;
+UPDATE orders SET tok = 12 WHERE order_id = 50;
+SELECT fence_mark('order:50');
+UPDATE fence_high_water SET token = 500 WHERE resource = 'order:50';
+UPDATE orders SET tok = 13 WHERE order_id = 50;
+ROLLBACK;
+
 -- an UPDATE that moves a row to another resource is checked against both
 INSERT INTO orders VALUES (60, 5, 'a');
 SELECT fence_advance('order:61', 8);

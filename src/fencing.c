@@ -23,8 +23,10 @@
 #include "pg_compat.h"
 #include "redis_settings.h"
 #include "stats.h"
+#include "tcop/pquery.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
+#include "utils/portal.h"
 
 PG_MODULE_MAGIC;
 
@@ -36,12 +38,18 @@ void		_PG_init(void);
  * column can be listed when the action taken did not assign it.  Counted
  * by executor hooks; an error between start and end leaves the count too
  * high until the transaction ends, which only makes the check stricter.
- * If the library was loaded in the middle of a statement, the hooks missed
- * its start: loaded_mid_statement assumes a MERGE for the rest of that
- * transaction.  Preloading the library avoids that.
+ *
+ * If the library was loaded while a portal ran (the first fenced write of
+ * a session, without preloading), the hooks missed the start of the
+ * portal's statement and of any statement running under it.
+ * fencing_note_load() then counts the portal's statement if it is a MERGE
+ * (its end is seen), and otherwise, since a trigger or function under it
+ * may be running a MERGE, sets loaded_in_portal: a MERGE is assumed while
+ * that portal runs.  A load at parse, plan or bind time (a token literal
+ * or parameter) comes before the executor and misses nothing.
  */
 static int	merges_running = 0;
-static bool loaded_mid_statement = false;
+static Portal loaded_in_portal = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -81,10 +89,26 @@ fencing_in_merge(void)
 		return true;
 
 	/*
-	 * Loaded in the middle of a statement, whose start went unseen: it, or
-	 * a statement it runs, may be a MERGE, until the transaction ends.
+	 * Loaded while this portal runs, whose start went unseen: a statement
+	 * under it may be a MERGE.
 	 */
-	return loaded_mid_statement;
+	return loaded_in_portal != NULL && loaded_in_portal == ActivePortal;
+}
+
+/*
+ * fencing_note_load
+ *		Account for the statements whose start the executor hooks missed,
+ *		the library being loaded while a portal runs.
+ */
+static void
+fencing_note_load(void)
+{
+	if (ActivePortal == NULL || ActivePortal->status != PORTAL_ACTIVE)
+		return;
+	if (ActivePortal->commandTag == CMDTAG_MERGE)
+		merges_running++;
+	else
+		loaded_in_portal = ActivePortal;
 }
 
 /*
@@ -146,7 +170,7 @@ fencing_xact_callback(XactEvent event, void *arg)
 			guard_config_at_xact_end();
 			stats_at_xact_end();
 			merges_running = 0;
-			loaded_mid_statement = false;
+			loaded_in_portal = NULL;
 			break;
 		default:
 			break;
@@ -171,7 +195,7 @@ _PG_init(void)
 	ExecutorEnd_hook = fencing_ExecutorEnd;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = fencing_ProcessUtility;
-	loaded_mid_statement = IsTransactionState();
+	fencing_note_load();
 	redis_settings_init();
 	fenced_lock_init();
 	stats_init();

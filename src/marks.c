@@ -7,7 +7,8 @@
  * resource.  A write with token T to resource R finds the newest version
  * of R's row and
  *
- * - if the mark is below T, updates it to T;
+ * - if the mark is below T, updates it to T (in place, when the current
+ *   subtransaction created that version: see marks_raise);
  * - if it is at or above T, locks it (FOR NO KEY UPDATE) and compares;
  * - if there is none, inserts it.
  *
@@ -26,6 +27,10 @@
  * again, holding the lock until its row is in the index, where the second
  * writer's look finds it and waits for the first to commit.
  *
+ * The table is found through the extension, not the search path, and its
+ * shape (a heap; its columns by name and type; a primary key) is checked
+ * before it is read or written.
+ *
  * Access to the marks table goes around its privileges on purpose: the
  * users whose writes are checked must not be able to write it, yet the
  * trigger they fire raises marks.  Nothing but this file writes it.
@@ -35,7 +40,8 @@
  * mark while we hold the lock), so a per-transaction cache answers them
  * without a lookup.  An entry made in a subtransaction that rolls back is
  * dropped, because the rollback released the row lock and undid the
- * raise.
+ * raise.  The entry also remembers the version this subtransaction wrote,
+ * through which a further raise goes without a lookup.
  *
  * moved_at says when a mark was created or last raised, and also, to
  * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
@@ -60,8 +66,8 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
-#include "catalog/namespace.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
@@ -125,6 +131,7 @@ typedef struct CheckedSlot
 	FenceToken	token;			/* the mark, locked by this transaction */
 	bool		written;		/* and set by it, not found at token */
 	SubTransactionId subid;		/* subtransaction that took the lock */
+	ItemPointerData version;	/* the mark's version, if subid created it */
 } CheckedSlot;
 
 /* The marks table and its primary key index, open for one operation. */
@@ -252,9 +259,14 @@ checked_lookup(const char *resource, uint32 hash)
 	return NULL;
 }
 
+/*
+ * Remember that this transaction holds the mark of resource at token;
+ * version is the version of the mark row the current subtransaction
+ * created, or invalid if it only found and locked it.
+ */
 static void
 checked_remember(const char *resource, uint32 hash, FenceToken token,
-				 bool written)
+				 bool written, ItemPointer version)
 {
 	CheckedSlot *slot = &checked[hash % CHECKED_SLOTS];
 
@@ -262,14 +274,19 @@ checked_remember(const char *resource, uint32 hash, FenceToken token,
 		checked_cxt = AllocSetContextCreate(TopMemoryContext,
 											"fencing checked marks",
 											ALLOCSET_DEFAULT_SIZES);
-	if (slot->resource != NULL)
+	if (slot->resource != NULL &&
+		(slot->hash != hash || strcmp(slot->resource, resource) != 0))
 		checked_clear(slot);
-	slot->resource = MemoryContextStrdup(checked_cxt, resource);
-	slot->hash = hash;
+	if (slot->resource == NULL)
+	{
+		slot->resource = MemoryContextStrdup(checked_cxt, resource);
+		slot->hash = hash;
+		checked_count++;
+	}
 	slot->token = token;
 	slot->written = written;
 	slot->subid = GetCurrentSubTransactionId();
-	checked_count++;
+	slot->version = *version;
 }
 
 static void
@@ -586,34 +603,96 @@ marks_insert_unlock(LOCKTAG *tag, bool *held)
 	*held = false;
 }
 
-/* Insert the first mark of m's resource, at token. */
+/* Insert the first mark of m's resource, at token, as version. */
 static void
-marks_insert(MarksRel *m, FenceToken token)
+marks_insert(MarksRel *m, FenceToken token, ItemPointer version)
 {
 	HeapTuple	tuple = marks_form(m, token, GetCurrentTransactionStartTimestamp());
 
 	heap_insert(m->heap, tuple, GetCurrentCommandId(true), 0, NULL);
 	marks_index_insert(m, tuple, false);
+	*version = tuple->t_self;
+}
+
+/*
+ * Whether this subtransaction, or one already committed into it, created
+ * the version of the mark found as tuple.  Transaction IDs are assigned
+ * parents first, so the versions created by the current subtransaction
+ * and its descendants are exactly those of our own transaction whose xmin
+ * is not older than the current subtransaction's ID.
+ */
+static bool
+marks_created_in_subxact(HeapTuple tuple)
+{
+	TransactionId xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+	TransactionId mine = GetCurrentTransactionIdIfAny();
+
+	return TransactionIdIsValid(mine) &&
+		TransactionIdFollowsOrEquals(xmin, mine) &&
+		TransactionIdIsCurrentTransactionId(xmin);
+}
+
+/*
+ * Overwrite the token and time of the mark version tuple, which this
+ * subtransaction created, in place.  The stored copy is modified rather
+ * than a new tuple formed: the stored name may be compressed, and the
+ * overwrite must keep the length.
+ */
+static void
+marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
+				TimestampTz moved_at)
+{
+	int			cols[2] = {Anum_mark_token, Anum_mark_moved_at};
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	HeapTuple	newtuple;
+
+	values[0] = FenceTokenGetDatum(token);
+	values[1] = TimestampTzGetDatum(moved_at);
+	newtuple = heap_modify_tuple_by_cols(tuple, RelationGetDescr(heap),
+										 2, cols, values, nulls);
+	newtuple->t_self = tuple->t_self;
+	heap_inplace_update(heap, newtuple);
 }
 
 /*
  * Raise the mark found as tuple to token, stamping moved_at; or, with the
- * same token, refresh its moved_at.
+ * same token, refresh its moved_at.  *version is the version written.
+ *
+ * A version this subtransaction created is overwritten in place (WAL-logged
+ * as an in-place update): an in-place write is not undone by an abort, but
+ * an abort of this subtransaction, or of any transaction it belongs to,
+ * discards the whole version anyway, and the version before it, which was
+ * not touched, is the mark again.  So a transaction that raises one mark
+ * many times writes one version per subtransaction, not one per raise,
+ * and each raise costs the same however many came before: new versions
+ * that no one else can see yet, and that no pruning can remove before we
+ * end, would lengthen every later lookup.  Any other version is updated
+ * as usual, which keeps its old value for a rollback to return to.
  */
 static TM_Result
 marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
-			TimestampTz moved_at)
+			TimestampTz moved_at, ItemPointer version)
 {
-	HeapTuple	newtuple = marks_form(m, token, moved_at);
+	HeapTuple	newtuple;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
 	TM_Result	result;
 
+	if (marks_created_in_subxact(tuple))
+	{
+		marks_overwrite(m->heap, tuple, token, moved_at);
+		*version = tuple->t_self;
+		return TM_Ok;
+	}
+
+	newtuple = marks_form(m, token, moved_at);
 	result = heap_update(m->heap, &tuple->t_self, newtuple,
 						 GetCurrentCommandId(true), InvalidSnapshot, true,
 						 &tmfd, &lockmode);
 	if (result == TM_Ok && !HeapTupleIsHeapOnly(newtuple))
 		marks_index_insert(m, newtuple, true);
+	*version = newtuple->t_self;
 	return result;
 }
 
@@ -656,7 +735,9 @@ marks_before_retry(MarksRel *m, TM_Result result)
  * Returns true when the write is accepted, with the mark at token and
  * locked by this transaction; false when the mark is above token (or
  * equal, in strict mode), with *mark set and the row still locked.
- * *written says whether this transaction set the mark it found or made.
+ * *written says whether this transaction set the mark it found or made;
+ * *version is the version this subtransaction created, invalid if it
+ * only locked one.
  *
  * One loop, as execReplication.c's RelationFindReplTupleByIndex: look
  * (waiting for writers in progress), act on what was found, and look
@@ -664,7 +745,7 @@ marks_before_retry(MarksRel *m, TM_Result result)
  */
 static bool
 marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
-			bool *written)
+			bool *written, ItemPointer version)
 {
 	LOCKTAG		insert_tag;
 	bool		insert_locked = false;
@@ -678,7 +759,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 			/* No mark yet: lock out other first inserters, and look again. */
 			if (marks_insert_lock(m, &insert_tag, &insert_locked))
 				continue;
-			marks_insert(m, token);
+			marks_insert(m, token, version);
 			marks_insert_unlock(&insert_tag, &insert_locked);
 			*mark = token;
 			*written = true;
@@ -691,7 +772,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 		if (*mark < token)
 		{
 			result = marks_raise(m, tuple, token,
-								 GetCurrentTransactionStartTimestamp());
+								 GetCurrentTransactionStartTimestamp(), version);
 			if (result == TM_Ok)
 			{
 				*mark = token;
@@ -706,7 +787,8 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 		{
 			/* A write at the mark's token: refresh it, which locks it too. */
 			result = marks_raise(m, tuple, token,
-								 GetCurrentTransactionStartTimestamp() - 1);
+								 GetCurrentTransactionStartTimestamp() - 1,
+								 version);
 			if (result == TM_Ok)
 			{
 				*written = false;
@@ -719,6 +801,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 			if (result == TM_Ok)
 			{
 				*written = marks_raised_here(m, tuple);
+				ItemPointerSetInvalid(version);
 				break;
 			}
 		}
@@ -734,6 +817,41 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 	 * rows with it.
 	 */
 	return *mark == token && (mode != CLAIM_CHECK_STRICT || *written);
+}
+
+/*
+ * Raise the mark of slot's resource, which this subtransaction holds at a
+ * lower token in a version it created, to token; false if that version is
+ * no longer the mark, and the caller must look it up.  No lookup is
+ * needed otherwise: no one else can write the row while we hold it, and
+ * the version stays where it is, raised in place.  Only a statement of
+ * our own transaction writing the marks table by hand can have updated or
+ * deleted it.
+ */
+static bool
+marks_raise_held(CheckedSlot *slot, FenceToken token)
+{
+	Relation	heap = table_open(marks_relid(), RowExclusiveLock);
+	HeapTupleData tuple;
+	HeapTuple	copy;
+	Buffer		buffer;
+	bool		current;
+
+	tuple.t_self = slot->version;
+	if (!heap_fetch(heap, SnapshotAny, &tuple, &buffer, true))
+		elog(ERROR, "high-water mark of resource \"%s\" not found at (%u,%u)",
+			 slot->resource, ItemPointerGetBlockNumber(&slot->version),
+			 ItemPointerGetOffsetNumber(&slot->version));
+	copy = heap_copytuple(&tuple);
+	ReleaseBuffer(buffer);
+	current = marks_created_in_subxact(copy) &&
+		((copy->t_data->t_infomask & HEAP_XMAX_INVALID) ||
+		 HEAP_XMAX_IS_LOCKED_ONLY(copy->t_data->t_infomask));
+	if (current)
+		marks_overwrite(heap, copy, token,
+						GetCurrentTransactionStartTimestamp());
+	table_close(heap, NoLock);
+	return current;
 }
 
 /*
@@ -794,25 +912,41 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	FenceToken	mark;
 	bool		written;
 	bool		accepted;
+	ItemPointerData version;
 
-	/*
-	 * Strict mode accepts an equal mark only from the transaction that set
-	 * it, which a check that merely found the mark at the token did not.
-	 */
-	if (slot != NULL && slot->token == token && (slot->written || !strict))
-		return;
+	if (slot != NULL)
+	{
+		/*
+		 * Strict mode accepts an equal mark only from the transaction that
+		 * set it, which a check that merely found the mark at the token
+		 * did not.
+		 */
+		if (slot->token == token && (slot->written || !strict))
+			return;
+
+		/* A raise of a version this subtransaction created needs no lookup. */
+		if (token > slot->token && ItemPointerIsValid(&slot->version) &&
+			slot->subid == GetCurrentSubTransactionId() &&
+			marks_raise_held(slot, token))
+		{
+			slot->token = token;
+			slot->written = true;
+			stats_count(STATS_MARKS_RAISED);
+			return;
+		}
+	}
 
 	/* A temporary table is writable in a read-only transaction; marks are not. */
 	PreventCommandIfReadOnly("fence_guard()");
 
 	marks_open(&m, resource, RowExclusiveLock);
 	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-						   &mark, &written);
+						   &mark, &written, &version);
 	marks_close(&m);
 
 	if (!accepted)
 		marks_report_stale(resource, NULL, NULL, token, mark);
-	checked_remember(resource, hash, token, written);
+	checked_remember(resource, hash, token, written, &version);
 }
 
 /*
@@ -881,6 +1015,7 @@ fence_advance(PG_FUNCTION_ARGS)
 	char	   *resource;
 	FenceToken	mark;
 	bool		written;
+	ItemPointerData version;
 	MarksRel	m;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
@@ -893,7 +1028,7 @@ fence_advance(PG_FUNCTION_ARGS)
 
 	marks_open(&m, resource, RowExclusiveLock);
 	(void) marks_claim(&m, PG_GETARG_FENCE_TOKEN(1), CLAIM_ADVANCE, &mark,
-					   &written);
+					   &written, &version);
 	marks_close(&m);
 
 	/* A cached check at an older token no longer describes the mark. */
@@ -977,10 +1112,18 @@ marks_read_newest(const char *resource, FenceToken *mark)
 	index_rescan(scan, &skey, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
+		Buffer		buffer = ((BufferHeapTupleTableSlot *) slot)->buffer;
 		bool		isnull;
 		FenceToken	token;
 
+		/*
+		 * A raise in place rewrites an in-progress version's token under an
+		 * exclusive lock on its buffer; read it under a share lock, so that
+		 * it is never seen half written.
+		 */
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
 		token = DatumGetFenceToken(slot_getattr(slot, Anum_mark_token, &isnull));
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
 		if (!isnull && (!found || token > *mark))
 		{
 			*mark = token;
