@@ -79,11 +79,13 @@ FROM pg_proc p
 WHERE p.proname LIKE 'fenced\_%'
 ORDER BY 1::text;
 GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
+	fenced_acquire_xact(text, interval, interval),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	TO regress_fenced_app;
 
 SET ROLE regress_fenced_other;
 SELECT fenced_acquire('order:1');
+SELECT fenced_acquire_xact('order:1');
 SELECT fenced_extend('order:1');
 SELECT fenced_release('order:1');
 SELECT * FROM fenced_leases();
@@ -129,6 +131,9 @@ SELECT fenced_acquire('order:1', ttl => '25 days');
 SELECT fenced_acquire('order:1', ttl => '178000000 years');
 SELECT fenced_acquire('order:1', wait => '-1 ms');
 SELECT fenced_acquire('order:1', wait => '25 days');
+SELECT fenced_acquire_xact(NULL);
+SELECT fenced_acquire_xact('order:1', ttl => '0');
+SELECT fenced_acquire_xact('order:1', wait => '-1 ms');
 SELECT fenced_extend(NULL);
 SELECT fenced_extend('order:1', ttl => '0');
 SELECT fenced_release(NULL);
@@ -153,6 +158,8 @@ SET fencing.redis_password = 'regress-secret';
 SELECT fenced_acquire('order:1');
 \echo :LAST_ERROR_SQLSTATE
 SELECT fenced_acquire('order:1', wait => '1 min');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fenced_acquire_xact('order:1');
 \echo :LAST_ERROR_SQLSTATE
 SET ROLE regress_fenced_app;
 SELECT fenced_acquire('order:1');
@@ -182,6 +189,7 @@ SELECT fenced_acquire('order:1');
 RESET ALL;
 
 REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
+	fenced_acquire_xact(text, interval, interval),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	FROM regress_fenced_app;
 DROP ROLE regress_fenced_app;

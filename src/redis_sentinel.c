@@ -255,7 +255,7 @@ static bool watch_fd_reserved = false;
 
 /*
  * Whether the discovery under way may serve interrupts; not when called
- * where PostgreSQL holds them (redis_command_noerror), where it waits on
+ * where PostgreSQL holds them (redis_commands_noerror), where it waits on
  * the socket and the clock alone.
  */
 static bool sentinel_interruptible = true;
@@ -770,7 +770,7 @@ sentinel_ask_all(const char *password, TimestampTz deadline,
  * does, the error says why, per Sentinel: a name no Sentinel knows or a
  * refused password is the configuration's fault (TF104), Sentinels that
  * cannot be reached are not (TF101).  interruptible as for
- * redis_command_noerror.
+ * redis_commands_noerror.
  */
 char *
 redis_sentinel_resolve(TimestampTz deadline, int connect_timeout_ms,
