@@ -59,6 +59,17 @@ expect "one connection per node used (three)" "$conns" 3
 sess a "SELECT count(*) FROM generate_series(1, 30) i WHERE fenced_release('c:many:' || i);"
 expect "all released" "$R" 30
 
+# transaction leases over several nodes, given back at commit: the
+# releases, sent where interrupts are held, each go to their own node
+sess a "BEGIN; SELECT count(*) FROM generate_series(1, 10) i WHERE fenced_acquire_xact('c:x:' || i) IS NOT NULL;"
+expect "ten transaction leases" "$S|$R" "00000|10"
+nodes_used=$(for i in $(seq 1 10); do topology_cluster_node_of "$(lock_key "c:x:$i")"; done | sort -u | wc -l)
+held=$(for i in $(seq 1 10); do lock_on "$(topology_cluster_node_of "$(lock_key "c:x:$i")")" "c:x:$i"; done | grep -c 1)
+expect "held on their nodes ($nodes_used primaries)" "$held" 10
+sess a "COMMIT;"
+left=$(for i in $(seq 1 10); do lock_on "$(topology_cluster_node_of "$(lock_key "c:x:$i")")" "c:x:$i"; done | grep -c 1)
+expect "all given back at commit" "$S|$left" "00000|0"
+
 sess a "SET fencing.redis_wait_replicas = 1; SELECT fenced_acquire('c:2');"
 expect_match "fencing.redis_wait_replicas = 1: the slot's replica acknowledges" "$S|$R" "^00000\|[1-9][0-9]*$"
 sess a "SET fencing.redis_wait_replicas = 2; SET fencing.redis_wait_timeout = '200ms'; SELECT fenced_acquire('c:2');"
