@@ -66,11 +66,13 @@ FROM pg_proc p
 WHERE p.proname LIKE 'fenced\_%'
 ORDER BY 1::text;
 GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
+	fenced_acquire_xact(text, interval, interval),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	TO regress_fenced_app;
 
 SET ROLE regress_fenced_other;
 SELECT fenced_acquire('order:1');
+SELECT fenced_acquire_xact('order:1');
 SELECT fenced_extend('order:1');
 SELECT fenced_release('order:1');
 SELECT * FROM fenced_leases();
@@ -112,6 +114,9 @@ SELECT fenced_acquire('order:1', ttl => '25 days');
 SELECT fenced_acquire('order:1', ttl => '178000000 years');
 SELECT fenced_acquire('order:1', wait => '-1 ms');
 SELECT fenced_acquire('order:1', wait => '25 days');
+SELECT fenced_acquire_xact(NULL);
+SELECT fenced_acquire_xact('order:1', ttl => '0');
+SELECT fenced_acquire_xact('order:1', wait => '-1 ms');
 SELECT fenced_extend(NULL);
 SELECT fenced_extend('order:1', ttl => '0');
 SELECT fenced_release(NULL);
@@ -137,6 +142,8 @@ SELECT fenced_acquire('order:1');
 \echo :LAST_ERROR_SQLSTATE
 SELECT fenced_acquire('order:1', wait => '1 min');
 \echo :LAST_ERROR_SQLSTATE
+SELECT fenced_acquire_xact('order:1');
+\echo :LAST_ERROR_SQLSTATE
 SET ROLE regress_fenced_app;
 SELECT fenced_acquire('order:1');
 RESET ROLE;
@@ -146,6 +153,7 @@ SELECT * FROM fence_declared();
 RESET ALL;
 
 REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
+	fenced_acquire_xact(text, interval, interval),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	FROM regress_fenced_app;
 DROP ROLE regress_fenced_app;

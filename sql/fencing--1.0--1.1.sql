@@ -265,3 +265,18 @@ CREATE TRIGGER fence_marks_replicated BEFORE INSERT OR UPDATE OR DELETE
 	ON @extschema@.fence_high_water
 	FOR EACH ROW EXECUTE FUNCTION @extschema@.fence_marks_replicated();
 ALTER TABLE @extschema@.fence_high_water ENABLE ALWAYS TRIGGER fence_marks_replicated;
+
+-- transaction leases
+--
+-- fenced_acquire_xact is fenced_acquire for one transaction (the
+-- pg_advisory_xact_lock convention): the token is declared for the
+-- transaction only, and the Redis lock is given back when it ends, commit
+-- or abort, so that a pooler in transaction mode hands neither to the next
+-- client.  Revoked from PUBLIC like the other Redis functions; grant it to
+-- the roles that take locks.
+
+CREATE FUNCTION @extschema@.fenced_acquire_xact(resource text, ttl interval DEFAULT NULL, wait interval DEFAULT NULL)
+	RETURNS @extschema@.fence_token
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.fenced_acquire_xact(text, interval, interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.fenced_acquire_xact(text, interval, interval) IS 'take the Redis lock on a resource and a new token, declared for the current transaction and released when it ends; NULL if still busy after wait';

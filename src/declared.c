@@ -13,6 +13,9 @@
  * client, vanish at commit or abort and take precedence meanwhile.
  * Neither is undone by ROLLBACK TO SAVEPOINT: a declaration mirrors a lock
  * held in the lock service, which a rollback does not release either.
+ * DISCARD ALL, a pooler's reset between clients, clears both kinds; a
+ * transaction with transaction-local declarations cannot be prepared,
+ * since they would not follow it to COMMIT PREPARED.
  * A declaration grants nothing by itself; every write is still checked
  * against the resource's high-water mark.
  *
@@ -61,6 +64,39 @@ declared_at_xact_end(void)
 	}
 }
 
+/*
+ * declared_pre_prepare
+ *		Refuse to PREPARE a transaction that has transaction-local
+ *		declarations: they end with the transaction, which PREPARE hands to
+ *		whoever commits it later, perhaps another session.
+ */
+void
+declared_pre_prepare(void)
+{
+	if (local_tokens != NULL && resource_map_count(local_tokens) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot PREPARE a transaction that has declared transaction-local tokens"),
+				 errdetail("Tokens declared with fence_use(..., is_local => true) or by fenced_acquire_xact() end with the transaction, not with COMMIT PREPARED."),
+				 errhint("Withdraw them with fence_use(resource, NULL, is_local => true) first.")));
+}
+
+/*
+ * declared_discard_all
+ *		Forget every declaration of the session, for DISCARD ALL.
+ */
+void
+declared_discard_all(void)
+{
+	declared_at_xact_end();
+	if (session_tokens != NULL)
+	{
+		/* the map lives in a context of its own */
+		MemoryContextDelete(resource_map_context(session_tokens));
+		session_tokens = NULL;
+	}
+}
+
 static ResourceMap *
 declared_map(bool is_local)
 {
@@ -104,6 +140,25 @@ declared_lookup(const char *resource, FenceToken *token)
 		entry = resource_map_lookup(local_tokens, resource);
 	if (entry == NULL && session_tokens != NULL)
 		entry = resource_map_lookup(session_tokens, resource);
+	if (entry == NULL)
+		return false;
+	*token = entry->token;
+	return true;
+}
+
+/*
+ * declared_get
+ *		The token declared for resource in one scope; false if there is
+ *		none.
+ */
+bool
+declared_get(const char *resource, bool is_local, FenceToken *token)
+{
+	ResourceMap *map = is_local ? local_tokens : session_tokens;
+	DeclaredEntry *entry = NULL;
+
+	if (map != NULL)
+		entry = resource_map_lookup(map, resource);
 	if (entry == NULL)
 		return false;
 	*token = entry->token;

@@ -7,6 +7,7 @@
  *	  SELECT fenced_extend('order:42', ttl => '30 s');
  *	  SELECT fenced_release('order:42');
  *	  SELECT * FROM fenced_leases();
+ *	  SELECT fenced_acquire_xact('order:42');	-- until the transaction ends
  *
  * One acquisition is one round trip: a Lua script (fenced_lock_scripts.h)
  * that takes the lock with the caller's owner string and a TTL and issues
@@ -41,9 +42,20 @@
  * FENCED_MAX_UNKNOWN), so that no failure grows the session's memory
  * without end.  A failure after the lock was taken gives it back.
  *
- * Nothing here is transactional: Redis does not roll back with the
- * transaction that called us, so neither do the leases nor the session's
- * declaration.
+ * Session leases are not transactional: Redis does not roll back with the
+ * transaction that called us, so neither do they nor the session's
+ * declaration.  Transaction leases (fenced_acquire_xact) are declared for
+ * the transaction only and given back when it ends, commit or abort, for
+ * pooled connections where session state would pass to the next client.
+ * That release runs where PostgreSQL allows no error and no cancel (after
+ * commit, interrupts held): redis_commands_noerror, bounded by the
+ * timeouts, a failure being a WARNING and the lock left to its TTL.  So
+ * do DISCARD ALL (a pooler's reset) for every lease of the session, and
+ * backend exit, from a before_shmem_exit callback; each sends its
+ * releases together, one pipeline under one command timeout.  Owners of
+ * unknown-outcome attempts of a transaction lease are given back with it,
+ * never kept for the session's later calls, which may be another
+ * client's.
  *
  * IDENTIFICATION
  *	  src/fenced_lock.c
@@ -67,11 +79,13 @@
 #include "funcapi.h"
 #include "marks.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 #include "pgstat.h"
 #include "redis_conn.h"
 #include "resource_map.h"
 #include "resource_name.h"
 #include "stats.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "token_parse.h"
 #include "utils/builtins.h"
@@ -162,6 +176,7 @@ typedef struct Lease
 {
 	ResourceMapKey key;
 	bool		held;			/* token..owner describe a lease */
+	bool		xact;			/* held until the transaction ends */
 	bool		lapsed;			/* token is a pruned lease's, still declared */
 	FenceToken	token;
 	TimestampTz acquired;
@@ -174,6 +189,7 @@ typedef struct Lease
 } Lease;
 
 PG_FUNCTION_INFO_V1(fenced_acquire);
+PG_FUNCTION_INFO_V1(fenced_acquire_xact);
 PG_FUNCTION_INFO_V1(fenced_extend);
 PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
@@ -361,6 +377,28 @@ static int	leases_unknown = 0; /* entries with maybe-owners */
 /* Whether fenced_acquire's current attempt has been handed to Redis. */
 static bool attempt_sent = false;
 
+/*
+ * The current transaction's part, given back when it ends: the resources
+ * it took transaction leases on (char *), and the owners of its attempts
+ * whose outcome is unknown (XactOwner *).  Both live in xact_cxt, reset
+ * then.
+ */
+typedef struct XactOwner
+{
+	char	   *resource;
+	char		owner[FENCED_OWNER_LEN];
+} XactOwner;
+
+static MemoryContext xact_cxt = NULL;
+static List *xact_resources = NIL;
+static List *xact_unknown = NIL;
+
+/* Releases being sent where nothing may throw; reset after each batch. */
+static MemoryContext release_cxt = NULL;
+
+static bool exit_registered = false;
+static void fenced_lock_at_exit(int code, Datum arg);
+
 static RedisScript acquire_script = {"fencing acquire script", FENCED_ACQUIRE_LUA, ""};
 static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
 static RedisScript release_script = {"fencing release script", FENCED_RELEASE_LUA, ""};
@@ -429,6 +467,17 @@ lease_enter(const char *resource)
 												  ALLOCSET_SMALL_SIZES);
 
 		leases = resource_map_create("fencing leases", sizeof(Lease), cxt);
+	}
+
+	/*
+	 * Registered here, in a backend and after InitPostgres, so that it runs
+	 * before ShutdownPostgres aborts an open transaction, and before the
+	 * connection module's on_proc_exit callback closes the connection.
+	 */
+	if (!exit_registered)
+	{
+		before_shmem_exit(fenced_lock_at_exit, (Datum) 0);
+		exit_registered = true;
 	}
 	/* a new entry is zeroed: not held, no maybe-owners */
 	lease = resource_map_enter(leases, resource, &found);
@@ -552,21 +601,52 @@ lease_maybe_add(Lease *lease, const char *owner, TimestampTz until)
 }
 
 /*
- * lease_remember_unknown
- *		An attempt under owner was sent and not answered: it may have taken
- *		the lock on resource for ttl_ms.
+ * xact_remember
+ *		Note an owner the current transaction gives back when it ends: that
+ *		of an attempt whose outcome is unknown, or of a transaction lease
+ *		whose release failed.
  */
 static void
-lease_remember_unknown(const char *resource, const char *owner, int ttl_ms)
+xact_remember(const char *resource, const char *owner)
 {
-	lease_maybe_add(lease_enter(resource), owner,
-					TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms));
+	MemoryContext old;
+	XactOwner  *x;
+
+	if (xact_cxt == NULL)
+		xact_cxt = AllocSetContextCreate(TopMemoryContext,
+										 "fencing transaction leases",
+										 ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(xact_cxt);
+	x = palloc(sizeof(XactOwner));
+	x->resource = pstrdup(resource);
+	strlcpy(x->owner, owner, FENCED_OWNER_LEN);
+	xact_unknown = lappend(xact_unknown, x);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * lease_remember_unknown
+ *		An attempt under owner was sent and not answered: it may have taken
+ *		the lock on resource for ttl_ms.  A session attempt's owner is kept
+ *		for the session's next acquisition or release of the resource; a
+ *		transaction's is given back when the transaction ends.
+ */
+static void
+lease_remember_unknown(const char *resource, const char *owner, int ttl_ms,
+					   bool xact)
+{
+	if (xact)
+		xact_remember(resource, owner);
+	else
+		lease_maybe_add(lease_enter(resource), owner,
+						TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms));
 }
 
 /*
  * lease_end
- *		The lease on resource is over: withdraw the session's declaration
- *		of its token, unless something else has been declared since.
+ *		The lease on resource is over: withdraw the declaration of its
+ *		token (the session's, or the transaction's for a transaction
+ *		lease), unless something else has been declared since.
  */
 static void
 lease_end(Lease *lease)
@@ -574,11 +654,12 @@ lease_end(Lease *lease)
 	FenceToken	declared;
 
 	if ((lease->held || lease->lapsed) &&
-		declared_lookup(lease->key.resource, &declared) &&
+		declared_get(lease->key.resource, lease->xact, &declared) &&
 		declared == lease->token)
-		declared_clear(lease->key.resource, false);
+		declared_clear(lease->key.resource, lease->xact);
 	lease->held = false;
 	lease->lapsed = false;
+	lease->xact = false;
 }
 
 /*
@@ -591,7 +672,7 @@ lease_end(Lease *lease)
  * Its declared token stays, as it would for a lease kept until release,
  * and so does the entry, lapsed, while that token is declared, so that
  * fenced_release still withdraws it; the declaration itself takes as much
- * memory.  Maybe-owners whose locks have surely expired go too.  Each
+ * memory.  Transaction leases are left alone: they end with it.  Maybe-owners whose locks have surely expired go too.  Each
  * pruning scans the map, so the next one waits until the map has doubled,
  * which keeps the cost per acquisition constant.
  */
@@ -611,14 +692,14 @@ leases_prune(TimestampTz now)
 		if (lease->nmaybe > 0 &&
 			TimestampTzPlusMilliseconds(lease->maybe_until, FENCED_PRUNE_GRACE) < now)
 			lease_maybe_clear(lease);
-		if (lease->held &&
+		if (lease->held && !lease->xact &&
 			TimestampTzPlusMilliseconds(lease->expires, FENCED_PRUNE_GRACE) < now)
 		{
 			lease->held = false;
 			lease->lapsed = true;
 		}
 		if (lease->lapsed &&
-			!(declared_lookup(lease->key.resource, &declared) &&
+			!(declared_get(lease->key.resource, false, &declared) &&
 			  declared == lease->token))
 			lease->lapsed = false;
 		lease_forget_if_empty(lease);
@@ -649,7 +730,7 @@ fenced_parse_token(const RedisValue *v, const char *what)
  */
 static void
 fenced_give_back(const char *resource, const char *lock_key,
-				 const char *owner, int ttl_ms)
+				 const char *owner, int ttl_ms, bool xact)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	const char *args[1];
@@ -674,7 +755,7 @@ fenced_give_back(const char *resource, const char *lock_key,
 	}
 	PG_END_TRY();
 	if (!done)
-		lease_remember_unknown(resource, owner, ttl_ms);
+		lease_remember_unknown(resource, owner, ttl_ms, xact);
 }
 
 /*
@@ -690,7 +771,7 @@ fenced_give_back(const char *resource, const char *lock_key,
  */
 static void
 fenced_wait_replicas(const char *resource, const char *lock_key,
-					 const char *owner, int ttl_ms)
+					 const char *owner, int ttl_ms, bool xact)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char		replicas[12];
@@ -728,16 +809,16 @@ fenced_wait_replicas(const char *resource, const char *lock_key,
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
 			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
 			ProcDiePending)
-			lease_remember_unknown(resource, owner, ttl_ms);
+			lease_remember_unknown(resource, owner, ttl_ms, xact);
 		else
-			fenced_give_back(resource, lock_key, owner, ttl_ms);
+			fenced_give_back(resource, lock_key, owner, ttl_ms, xact);
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
 
 	if (acked >= fencing_redis_wait_replicas)
 		return;
-	fenced_give_back(resource, lock_key, owner, ttl_ms);
+	fenced_give_back(resource, lock_key, owner, ttl_ms, xact);
 	ereport(ERROR,
 			(errcode(ERRCODE_FENCING_REDIS_NOT_REPLICATED),
 			 errmsg("only %lld of %d Redis replicas acknowledged the lock on resource \"%s\"",
@@ -891,6 +972,275 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	return true;
 }
 
+/*
+ * Releases sent together where nothing may throw: one EVAL of the release
+ * script per resource, with the owners its lock may be held under.  EVAL
+ * rather than EVALSHA, so that a server that lost its script cache costs
+ * no second round.  Everything is in release_cxt.
+ */
+typedef struct ReleaseBatch
+{
+	int			n;
+	int			size;
+	const char **resources;
+	int		   *argc;
+	const char ***argv;
+} ReleaseBatch;
+
+/* Start an empty batch. */
+static void
+release_batch_init(ReleaseBatch *batch)
+{
+	if (release_cxt == NULL)
+		release_cxt = AllocSetContextCreate(TopMemoryContext,
+											"fencing releases",
+											ALLOCSET_SMALL_SIZES);
+	batch->n = 0;
+	batch->size = 8;
+	batch->resources = MemoryContextAlloc(release_cxt, sizeof(char *) * batch->size);
+	batch->argc = MemoryContextAlloc(release_cxt, sizeof(int) * batch->size);
+	batch->argv = MemoryContextAlloc(release_cxt, sizeof(char **) * batch->size);
+}
+
+/* Add the release of resource's lock if held under one of owners. */
+static void
+release_batch_add(ReleaseBatch *batch, const char *resource, int nowners,
+				  const char *const *owners)
+{
+	MemoryContext old = MemoryContextSwitchTo(release_cxt);
+	const char **argv = palloc(sizeof(char *) * (4 + nowners));
+	int			i;
+
+	if (batch->n == batch->size)
+	{
+		batch->size *= 2;
+		batch->resources = repalloc(batch->resources, sizeof(char *) * batch->size);
+		batch->argc = repalloc(batch->argc, sizeof(int) * batch->size);
+		batch->argv = repalloc(batch->argv, sizeof(char **) * batch->size);
+	}
+	argv[0] = "EVAL";
+	argv[1] = release_script.text;
+	argv[2] = "1";
+	argv[3] = fenced_keys(resource, NULL);
+	for (i = 0; i < nowners; i++)
+		argv[4 + i] = pstrdup(owners[i]);
+	batch->resources[batch->n] = pstrdup(resource);
+	batch->argc[batch->n] = 4 + nowners;
+	batch->argv[batch->n] = argv;
+	batch->n++;
+	MemoryContextSwitchTo(old);
+}
+
+/* Add the release of everything the session may hold of an entry. */
+static void
+release_batch_add_lease(ReleaseBatch *batch, Lease *lease)
+{
+	const char *owners[1 + FENCED_MAX_MAYBE];
+	int			n = 0;
+	int			i;
+
+	if (lease->held)
+		owners[n++] = lease->owner;
+	for (i = 0; i < lease->nmaybe; i++)
+		owners[n++] = lease->maybe[i];
+	if (n > 0)
+		release_batch_add(batch, lease->key.resource, n, owners);
+}
+
+/*
+ * release_batch_send
+ *		Send the releases, pipelined, under one command timeout; a failure
+ *		is one WARNING, never an error.  The batch is gone afterwards.
+ */
+static void
+release_batch_send(ReleaseBatch *batch)
+{
+	MemoryContext old;
+	RedisValue **replies;
+	char	   *failure = NULL;
+	const char *first = NULL;
+	int			nfailed = 0;
+	int			i;
+
+	if (batch->n == 0)
+	{
+		MemoryContextReset(release_cxt);
+		return;
+	}
+	old = MemoryContextSwitchTo(release_cxt);
+	replies = palloc(sizeof(RedisValue *) * batch->n);
+	(void) redis_commands_noerror(batch->n, batch->argc, batch->argv,
+								  replies, &failure);
+	for (i = 0; i < batch->n; i++)
+	{
+		if (replies[i] != NULL && replies[i]->type == REDIS_VALUE_INTEGER)
+			continue;
+		if (first == NULL)
+			first = batch->resources[i];
+		if (failure == NULL && replies[i] != NULL)
+			failure = replies[i]->type == REDIS_VALUE_ERROR ?
+				psprintf("The Redis server refused the %s: %s",
+						 release_script.name, replies[i]->str) :
+				psprintf("The Redis server answered the %s with something other than an integer.",
+						 release_script.name);
+		nfailed++;
+	}
+	MemoryContextSwitchTo(old);
+	if (nfailed == 1)
+		ereport(WARNING,
+				(errmsg("could not release the Redis lock on resource \"%s\"",
+						first),
+				 errdetail_internal("%s", failure),
+				 errhint("The lock expires at the end of its ttl.")));
+	else if (nfailed > 1)
+		ereport(WARNING,
+				(errmsg("could not release the Redis locks on %d resources, \"%s\" among them",
+						nfailed, first),
+				 errdetail_internal("%s", failure),
+				 errhint("The locks expire at the end of their ttl.")));
+	MemoryContextReset(release_cxt);
+}
+
+/* Add the owners of the transaction's unknown-outcome attempts. */
+static void
+release_batch_add_xact_unknown(ReleaseBatch *batch)
+{
+	ListCell   *lc;
+
+	foreach(lc, xact_unknown)
+	{
+		XactOwner  *x = lfirst(lc);
+		const char *owner = x->owner;
+
+		release_batch_add(batch, x->resource, 1, &owner);
+	}
+}
+
+/* Forget the transaction's part. */
+static void
+xact_forget(void)
+{
+	xact_resources = NIL;
+	xact_unknown = NIL;
+	if (xact_cxt != NULL)
+		MemoryContextReset(xact_cxt);
+}
+
+/*
+ * fenced_lock_at_xact_end
+ *		Give back the transaction's leases, and any lock its unknown-outcome
+ *		attempts took; called when a transaction ends, whichever way, where
+ *		nothing may throw.  The declarations of their tokens end with the
+ *		transaction too (declared.c).
+ */
+void
+fenced_lock_at_xact_end(void)
+{
+	ReleaseBatch batch;
+	ListCell   *lc;
+
+	if (xact_resources == NIL && xact_unknown == NIL)
+		return;
+	release_batch_init(&batch);
+	foreach(lc, xact_resources)
+	{
+		Lease	   *lease = lease_lookup(lfirst(lc));
+
+		if (lease == NULL || !lease->held || !lease->xact)
+			continue;			/* released or lost meanwhile */
+		release_batch_add_lease(&batch, lease);
+		lease->held = false;
+		lease->xact = false;
+		lease_maybe_clear(lease);
+		lease_forget_if_empty(lease);
+	}
+	release_batch_add_xact_unknown(&batch);
+	xact_forget();
+	release_batch_send(&batch);
+}
+
+/*
+ * fenced_lock_pre_prepare
+ *		Refuse to PREPARE a transaction that holds a transaction lease: its
+ *		lock would have to outlive the transaction's end in this session,
+ *		and COMMIT PREPARED may come from another.
+ */
+void
+fenced_lock_pre_prepare(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, xact_resources)
+	{
+		Lease	   *lease = lease_lookup(lfirst(lc));
+
+		if (lease != NULL && lease->held && lease->xact)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+					 errmsg("cannot PREPARE a transaction that holds a Redis lock taken by fenced_acquire_xact()"),
+					 errdetail("The lock on resource \"%s\" ends with the transaction, not with COMMIT PREPARED.",
+							   lease->key.resource),
+					 errhint("Release it with fenced_release() first, or take it with fenced_acquire().")));
+	}
+}
+
+/*
+ * fenced_lock_release_all
+ *		Give back every lock the session holds or may hold, sent together;
+ *		never an error.
+ */
+static void
+fenced_lock_release_all(void)
+{
+	ReleaseBatch batch;
+	ResourceMapIterator iter;
+	Lease	   *lease;
+
+	if (leases == NULL && xact_unknown == NIL)
+		return;
+	release_batch_init(&batch);
+	if (leases != NULL)
+	{
+		resource_map_iterate(leases, &iter);
+		while ((lease = resource_map_next(&iter)) != NULL)
+			release_batch_add_lease(&batch, lease);
+	}
+	release_batch_add_xact_unknown(&batch);
+	xact_forget();
+	release_batch_send(&batch);
+}
+
+/*
+ * fenced_lock_discard_all
+ *		DISCARD ALL: give back every lock of the session and forget every
+ *		lease, so that the pooler's next client starts clean.  A failed
+ *		release is a WARNING: the reset must succeed.
+ */
+void
+fenced_lock_discard_all(void)
+{
+	fenced_lock_release_all();
+	if (leases != NULL)
+	{
+		/* the map and its maybe-owner slots live in a context of its own */
+		MemoryContextDelete(resource_map_context(leases));
+		leases = NULL;
+		leases_prune_at = FENCED_PRUNE_THRESHOLD;
+		leases_unknown = 0;
+	}
+}
+
+/*
+ * fenced_lock_at_exit
+ *		Backend exit: give back every lock of the session, best effort,
+ *		within one connect and one command timeout.
+ */
+static void
+fenced_lock_at_exit(int code, Datum arg)
+{
+	fenced_lock_release_all();
+}
+
 #else							/* !USE_HIREDIS */
 
 /* The error of every Redis function in a build without hiredis. */
@@ -904,19 +1254,36 @@ fenced_not_supported(void)
 			 errhint("Install hiredis and rebuild fencing with WITH_HIREDIS=1.")));
 }
 
+/*
+ * Without Redis support no lease is ever taken: there is nothing to give
+ * back at the end of a transaction or at DISCARD ALL, and nothing to keep
+ * a transaction from being prepared.
+ */
+void
+fenced_lock_at_xact_end(void)
+{
+}
+
+void
+fenced_lock_pre_prepare(void)
+{
+}
+
+void
+fenced_lock_discard_all(void)
+{
+}
+
 #endif							/* USE_HIREDIS */
 
 /*
- * fenced_acquire(resource text, ttl interval, wait interval)
- *		returns fence_token
- *
- * Take the lock on resource for ttl and return a new token, declared for
- * the session; NULL if the lock is still busy after wait.  A NULL ttl or
- * wait means fencing.default_ttl or fencing.default_wait.  Acquiring a
- * lock this session already holds takes it again, with a new token.
+ * fenced_acquire_common
+ *		fenced_acquire(), or with xact fenced_acquire_xact(): take the lock
+ *		on resource and a new token, declared for the session or the
+ *		transaction; NULL if the lock is still busy after wait.
  */
-Datum
-fenced_acquire(PG_FUNCTION_ARGS)
+static Datum
+fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 {
 	char	   *resource = fenced_resource_arg(fcinfo);
 	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
@@ -931,6 +1298,23 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	TimestampTz now;
 	FenceToken	token = 0;
 	bool		taken = false;
+	bool		had_xact_lease;
+
+	/*
+	 * A lock is held for the session or for a transaction, never both: the
+	 * one would end the other's lease, or outlive it, behind its back.
+	 */
+	if (lease != NULL && lease->held && lease->xact != xact)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 xact ?
+				 errmsg("resource \"%s\" is already locked by this session with fenced_acquire()",
+						resource) :
+				 errmsg("resource \"%s\" is already locked by this transaction with fenced_acquire_xact()",
+						resource),
+				 errdetail("A lock is held either for the session or for a transaction, not both."),
+				 errhint("Release it with fenced_release() first.")));
+	had_xact_lease = lease != NULL && lease->held && lease->xact;
 
 	fenced_make_owner(owner);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
@@ -962,11 +1346,12 @@ fenced_acquire(PG_FUNCTION_ARGS)
 		/*
 		 * An attempt that may have reached Redis may have taken the lock:
 		 * its owner is kept for the next acquisition or release of the
-		 * resource to take over.  Nothing is kept for one that did not.
+		 * resource to take over, or for the transaction's end to give
+		 * back.  Nothing is kept for one that did not.
 		 */
 		MemoryContextSwitchTo(ecxt);
 		if (attempt_sent && fenced_may_have_run(edata))
-			lease_remember_unknown(resource, owner, ttl_ms);
+			lease_remember_unknown(resource, owner, ttl_ms, xact);
 		FreeErrorData(edata);
 		PG_RE_THROW();
 	}
@@ -978,18 +1363,33 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	}
 
 	if (fencing_redis_wait_replicas > 0)
-		fenced_wait_replicas(resource, lock_key, owner, ttl_ms);
+		fenced_wait_replicas(resource, lock_key, owner, ttl_ms, xact);
 
 	now = GetCurrentTimestamp();
 	lease = lease_enter(resource);
+	if (xact && lease->lapsed)
+		lease_end(lease);		/* its session declaration ends with it */
+	if (xact && !had_xact_lease)
+	{
+		MemoryContext old;
+
+		if (xact_cxt == NULL)
+			xact_cxt = AllocSetContextCreate(TopMemoryContext,
+											 "fencing transaction leases",
+											 ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(xact_cxt);
+		xact_resources = lappend(xact_resources, pstrdup(resource));
+		MemoryContextSwitchTo(old);
+	}
 	lease->held = true;
+	lease->xact = xact;
 	lease->lapsed = false;
 	lease->token = token;
 	lease->acquired = now;
 	lease->expires = TimestampTzPlusMilliseconds(now, ttl_ms);
 	strlcpy(lease->owner, owner, FENCED_OWNER_LEN);
 	lease_maybe_clear(lease);
-	declared_set(resource, token, false);
+	declared_set(resource, token, xact);
 	leases_prune(now);
 	stats_redis_acquired(TimestampTzPlusMilliseconds(deadline, -wait_ms));
 
@@ -998,8 +1398,39 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	(void) resource;
 	(void) ttl_ms;
 	(void) wait_ms;
+	(void) xact;
 	fenced_not_supported();
 #endif
+}
+
+/*
+ * fenced_acquire(resource text, ttl interval, wait interval)
+ *		returns fence_token
+ *
+ * Take the lock on resource for ttl and return a new token, declared for
+ * the session; NULL if the lock is still busy after wait.  A NULL ttl or
+ * wait means fencing.default_ttl or fencing.default_wait.  Acquiring a
+ * lock this session already holds takes it again, with a new token.
+ */
+Datum
+fenced_acquire(PG_FUNCTION_ARGS)
+{
+	return fenced_acquire_common(fcinfo, false);
+}
+
+/*
+ * fenced_acquire_xact(resource text, ttl interval, wait interval)
+ *		returns fence_token
+ *
+ * As fenced_acquire, but the token is declared for the current transaction
+ * only, and the lock is given back when the transaction ends, commit or
+ * abort (pg_advisory_xact_lock's convention).  Outside a transaction block
+ * that is the end of the statement.
+ */
+Datum
+fenced_acquire_xact(PG_FUNCTION_ARGS)
+{
+	return fenced_acquire_common(fcinfo, true);
 }
 
 /*
@@ -1062,9 +1493,11 @@ fenced_release(PG_FUNCTION_ARGS)
 #ifdef USE_HIREDIS
 	Lease	   *lease = lease_lookup(resource);
 	char	   *lock_key;
-	const char *args[FENCED_MAX_MAYBE];
+	const char *args[1 + FENCED_MAX_MAYBE];
+	char		xact_owner[FENCED_OWNER_LEN];
 	int			nargs;
-	RedisValue *reply;
+	int			i;
+	RedisValue *volatile reply = NULL;
 
 	if (lease == NULL)
 		PG_RETURN_BOOL(false);
@@ -1081,24 +1514,48 @@ fenced_release(PG_FUNCTION_ARGS)
 	}
 
 	/*
-	 * From here on the lease is over.  Its owner joins the maybe-owners
-	 * until Redis answers, so that a release that fails can be retried,
-	 * and a later acquisition takes the lock over if it is still there.
+	 * From here on the lease is over.  A session lease's owner joins the
+	 * maybe-owners until Redis answers, so that a release that fails can
+	 * be retried, and a later acquisition takes the lock over if it is
+	 * still there.  A transaction lease's is given back at the end of the
+	 * transaction if this release fails, and never kept beyond it.
 	 */
-	if (lease->held)
+	nargs = 0;
+	xact_owner[0] = '\0';
+	if (lease->held && lease->xact)
+	{
+		strlcpy(xact_owner, lease->owner, FENCED_OWNER_LEN);
+		args[nargs++] = xact_owner;
+		lease_end(lease);
+	}
+	else if (lease->held)
 	{
 		lease_maybe_add(lease, lease->owner, lease->expires);
 		lease_end(lease);
 	}
 	else if (lease->lapsed)
 		lease_end(lease);
-	for (nargs = 0; nargs < lease->nmaybe; nargs++)
-		args[nargs] = lease->maybe[nargs];
+	for (i = 0; i < lease->nmaybe; i++)
+		args[nargs++] = lease->maybe[i];
 
 	lock_key = fenced_keys(resource, NULL);
-	reply = redis_eval(&release_script, 1, (const char **) &lock_key, nargs, args);
-	if (reply->type != REDIS_VALUE_INTEGER)
-		redis_unexpected(release_script.name, "an integer", reply);
+	PG_TRY();
+	{
+		reply = redis_eval(&release_script, 1, (const char **) &lock_key,
+						   nargs, args);
+		if (reply->type != REDIS_VALUE_INTEGER)
+			redis_unexpected(release_script.name, "an integer", reply);
+	}
+	PG_CATCH();
+	{
+		if (xact_owner[0] != '\0')
+		{
+			xact_remember(resource, xact_owner);
+			lease_forget_if_empty(lease);
+		}
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 
 	/* Nothing of ours is left in Redis. */
 	lease_remove(lease);

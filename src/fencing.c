@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * fencing.c
- *	  Module entry point of the fencing extension, and the executor hooks
- *	  that tell the trigger whether a MERGE is running.
+ *	  Module entry point of the fencing extension, the executor hooks
+ *	  that tell the trigger whether a MERGE is running, and the
+ *	  transaction and DISCARD ALL hooks that end declarations and leases.
  *
  * IDENTIFICATION
  *	  src/fencing.c
@@ -23,6 +24,7 @@
 #include "redis_settings.h"
 #include "stats.h"
 #include "tcop/pquery.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/portal.h"
 
@@ -50,6 +52,7 @@ static int	merges_running = 0;
 static Portal loaded_in_portal = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* Count a MERGE starting. */
 static void
@@ -109,20 +112,59 @@ fencing_note_load(void)
 }
 
 /*
+ * fencing_ProcessUtility
+ *		DISCARD ALL, the reset a pooler sends between clients, also ends
+ *		every declaration and lease of the session, the leases' locks given
+ *		back to Redis first (a failure is a WARNING: the reset succeeds).
+ *		It is refused in a transaction block: so it is here, before
+ *		anything is given back.
+ */
+static void
+fencing_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					   bool readOnlyTree, ProcessUtilityContext context,
+					   ParamListInfo params, QueryEnvironment *queryEnv,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (IsA(parsetree, DiscardStmt) &&
+		((DiscardStmt *) parsetree)->target == DISCARD_ALL)
+	{
+		PreventInTransactionBlock(context == PROCESS_UTILITY_TOPLEVEL,
+								  "DISCARD ALL");
+		fenced_lock_discard_all();
+		declared_discard_all();
+	}
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
  * fencing_xact_callback
  *		Let each part drop its per-transaction state when a transaction
- *		ends, by commit, abort or prepare.
+ *		ends, by commit, abort or prepare (transaction leases are given
+ *		back then, where nothing may throw), and refuse to prepare one that
+ *		has state that cannot follow it to COMMIT PREPARED.
  */
 static void
 fencing_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_PREPARE:
+			fenced_lock_pre_prepare();
+			declared_pre_prepare();
+			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
+			fenced_lock_at_xact_end();
 			declared_at_xact_end();
 			marks_at_xact_end();
 			guard_config_at_xact_end();
@@ -151,6 +193,8 @@ _PG_init(void)
 	ExecutorStart_hook = fencing_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = fencing_ExecutorEnd;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = fencing_ProcessUtility;
 	fencing_note_load();
 	redis_settings_init();
 	fenced_lock_init();

@@ -19,7 +19,7 @@
  * call, and the wait shows in pg_stat_activity as the Extension wait
  * event.  fencing.redis_connect_timeout bounds the connect, and
  * fencing.redis_command_timeout each command from its first byte sent to
- * its reply.  Only redis_command_noerror, for the places where PostgreSQL
+ * its reply.  Only redis_commands_noerror, for the places where PostgreSQL
  * holds interrupts (after commit, at exit), waits on the socket alone,
  * bounded by those timeouts, and reports failure instead of throwing.
  *
@@ -82,6 +82,15 @@ static bool conn_fd_reserved = false;
 static uint64 conn_generation = 0;
 static bool conn_exit_registered = false;
 
+/*
+ * Commands have been sent and not all their replies read.  Set only while
+ * an exchange runs: a FATAL in the middle of one (pg_terminate_backend
+ * while waiting) leaves no PG_CATCH to drop the connection, and a release
+ * sent from an exit callback must not read the interrupted command's late
+ * reply as its own.
+ */
+static bool conn_in_flight = false;
+
 /* Position of the socket in conn_wes (after the latch and postmaster). */
 #define CONN_WES_SOCKET_POS 2
 
@@ -126,7 +135,7 @@ static void *(*hiredis_create_array) (const redisReadTask *task,
 
 /*
  * A failed call, described for ereport (redis_raise) or handed back as
- * text to a caller that must not throw (redis_command_noerror).  The
+ * text to a caller that must not throw (redis_commands_noerror).  The
  * strings are palloc'd in the caller's memory context.
  */
 typedef struct RedisError
@@ -255,6 +264,7 @@ redis_drop(void)
 		conn_fd_reserved = false;
 	}
 	conn_ready = false;
+	conn_in_flight = false;
 }
 
 static void
@@ -512,99 +522,117 @@ redis_io_failed(RedisError *err, bool secret)
 }
 
 /*
- * redis_exchange
- *		Send one command on the open connection and wait for its reply,
- *		all within timeout_ms; NULL on failure, described in *err, with the
- *		connection dropped.
+ * redis_exchange_many
+ *		Send ncommands commands on the open connection, pipelined, and wait
+ *		for their replies, all within timeout_ms; false on failure,
+ *		described in *err, with the connection dropped (replies[i] is then
+ *		NULL for every reply not read).
  *
  * The socket is non-blocking: whatever does not fit in the socket buffers
  * is sent as the server reads it, the backend sleeping in redis_wait in
- * between, as it does for the reply.  secret says that the command
- * carries a password, so that nothing the server sends back may be
- * quoted.
+ * between, as it does for the replies.  secret says that the commands
+ * carry a password, so that nothing the server sends back may be quoted.
  */
-static RedisValue *
-redis_exchange(int argc, const char **argv, long timeout_ms,
-			   bool interruptible, bool secret, RedisError *err)
+static bool
+redis_exchange_many(int ncommands, const int *argc, const char ***argv,
+					RedisValue **replies, long timeout_ms,
+					bool interruptible, bool secret, RedisError *err)
 {
-	size_t	   *argvlen = palloc(sizeof(size_t) * argc);
 	TimestampTz deadline;
-	void	   *reply = NULL;
-	RedisValue *value;
 	int			done = 0;
+	int			c;
 	int			i;
-	size_t		reply_bytes = 0;
 
 	Assert(conn != NULL && conn->err == 0);
 
-	for (i = 0; i < argc; i++)
-		argvlen[i] = strlen(argv[i]);
-	if (redisAppendCommandArgv(conn, argc, argv, argvlen) != REDIS_OK)
-		goto io_failed;
-	pfree(argvlen);
+	for (c = 0; c < ncommands; c++)
+		replies[c] = NULL;
+	conn_in_flight = true;
+	for (c = 0; c < ncommands; c++)
+	{
+		size_t	   *argvlen = palloc(sizeof(size_t) * argc[c]);
+
+		for (i = 0; i < argc[c]; i++)
+			argvlen[i] = strlen(argv[c][i]);
+		if (redisAppendCommandArgv(conn, argc[c], argv[c], argvlen) != REDIS_OK)
+			return redis_io_failed(err, secret);
+		pfree(argvlen);
+	}
 
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
 	for (;;)
 	{
 		if (redisBufferWrite(conn, &done) != REDIS_OK)
-			goto io_failed;
+			return redis_io_failed(err, secret);
 		if (done)
 			break;
 		if (!redis_wait(WL_SOCKET_WRITEABLE, deadline, interruptible))
-		{
-			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
-					   psprintf("timed out sending a command to Redis server at \"%s\"",
-								redis_target()),
-					   psprintf("The server did not read the command within %ld ms.",
-								timeout_ms),
-					   pstrdup("The limit is fencing.redis_command_timeout."));
-			return NULL;
-		}
+			return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+							  psprintf("timed out sending a command to Redis server at \"%s\"",
+									   redis_target()),
+							  psprintf("The server did not read the command within %ld ms.",
+									   timeout_ms),
+							  pstrdup("The limit is fencing.redis_command_timeout."));
 	}
 
-	reply_limit = REDIS_LIMIT_NONE;
-	reply_elements = 0;
-	for (;;)
+	for (c = 0; c < ncommands; c++)
 	{
-		size_t		buffered;
+		void	   *reply = NULL;
+		size_t		reply_bytes = 0;
 
-		if (redisGetReplyFromReader(conn, &reply) != REDIS_OK)
-			goto io_failed;
-		if (reply != NULL)
-			break;
-		if (!redis_wait(WL_SOCKET_READABLE, deadline, interruptible))
+		reply_limit = REDIS_LIMIT_NONE;
+		reply_elements = 0;
+		for (;;)
 		{
-			redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
-					   psprintf("timed out waiting for a reply from Redis server at \"%s\"",
-								redis_target()),
-					   psprintf("No reply arrived within %ld ms.", timeout_ms),
-					   pstrdup("The limit is fencing.redis_command_timeout."));
-			return NULL;
+			size_t		buffered;
+
+			if (redisGetReplyFromReader(conn, &reply) != REDIS_OK)
+				return redis_io_failed(err, secret);
+			if (reply != NULL)
+				break;
+			if (!redis_wait(WL_SOCKET_READABLE, deadline, interruptible))
+				return redis_fail(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
+								  psprintf("timed out waiting for a reply from Redis server at \"%s\"",
+										   redis_target()),
+								  psprintf("No reply arrived within %ld ms.", timeout_ms),
+								  pstrdup("The limit is fencing.redis_command_timeout."));
+			buffered = conn->reader->len;
+			if (redisBufferRead(conn) != REDIS_OK)
+				return redis_io_failed(err, secret);
+			reply_bytes += conn->reader->len - buffered;
+			if (reply_bytes > REDIS_MAX_REPLY_BYTES)
+				reply_limit = REDIS_LIMIT_BYTES;
+			else if (redis_reader_line_too_long(conn->reader))
+				reply_limit = REDIS_LIMIT_LINE;
+			if (reply_limit != REDIS_LIMIT_NONE)
+				return redis_too_large(err);
 		}
-		buffered = conn->reader->len;
-		if (redisBufferRead(conn) != REDIS_OK)
-			goto io_failed;
-		reply_bytes += conn->reader->len - buffered;
-		if (reply_bytes > REDIS_MAX_REPLY_BYTES)
-			reply_limit = REDIS_LIMIT_BYTES;
-		else if (redis_reader_line_too_long(conn->reader))
-			reply_limit = REDIS_LIMIT_LINE;
-		if (reply_limit != REDIS_LIMIT_NONE)
-		{
-			redis_too_large(err);
-			return NULL;
-		}
+
+		conn_reply = reply;
+		replies[c] = redis_value_copy(conn_reply);
+		freeReplyObject(conn_reply);
+		conn_reply = NULL;
 	}
+	conn_in_flight = false;
+	return true;
+}
 
-	conn_reply = reply;
-	value = redis_value_copy(conn_reply);
-	freeReplyObject(conn_reply);
-	conn_reply = NULL;
-	return value;
+/*
+ * redis_exchange
+ *		Send one command on the open connection and wait for its reply,
+ *		within timeout_ms; NULL on failure, described in *err, with the
+ *		connection dropped.
+ */
+static RedisValue *
+redis_exchange(int argc, const char **argv, long timeout_ms,
+			   bool interruptible, bool secret, RedisError *err)
+{
+	RedisValue *reply;
 
-io_failed:
-	redis_io_failed(err, secret);
-	return NULL;
+	if (!redis_exchange_many(1, &argc, &argv, &reply, timeout_ms,
+							 interruptible, secret, err))
+		return NULL;
+	return reply;
 }
 
 /*
@@ -636,7 +664,8 @@ static bool
 redis_ensure_connected(bool interruptible, RedisError *err)
 {
 	if (conn != NULL &&
-		(!conn_ready || conn_generation != redis_settings_generation ||
+		(!conn_ready || conn_in_flight ||
+		 conn_generation != redis_settings_generation ||
 		 redis_is_stale()))
 		redis_drop();
 	if (conn == NULL)
@@ -990,7 +1019,7 @@ redis_command_if_connected(int argc, const char **argv)
 	RedisValue *volatile result = NULL;
 	RedisError	err;
 
-	if (conn == NULL || !conn_ready)
+	if (conn == NULL || !conn_ready || conn_in_flight)
 		return NULL;
 	PG_TRY();
 	{
@@ -1007,39 +1036,40 @@ redis_command_if_connected(int argc, const char **argv)
 }
 
 /*
- * redis_command_noerror
- *		Send one command, connecting first if need be, where nothing may be
- *		thrown: after commit, or at backend exit, where PostgreSQL holds
- *		interrupts and turns any ERROR into FATAL.
+ * redis_commands_noerror
+ *		Send ncommands commands, pipelined, connecting first if need be,
+ *		where nothing may be thrown: after commit, or at backend exit, where
+ *		PostgreSQL holds interrupts and turns any ERROR into FATAL.
  *
  * Interrupts are held throughout, so that neither a cancel nor
  * pg_terminate_backend cuts the call short; fencing.redis_connect_timeout
- * bounds the connect and fencing.redis_command_timeout each exchange
- * (AUTH, SELECT, the command).  On success *reply is the reply, which may
- * be an error reply; on failure the connection is dropped, false is
- * returned and *failure describes it in one line, for the caller's
+ * bounds the connect (and each of AUTH and SELECT after it), and one
+ * fencing.redis_command_timeout all the commands together, from the first
+ * byte sent to the last reply.  On success replies[i] is the reply to
+ * command i, which may be an error reply; on failure the connection is
+ * dropped, false is returned, replies[i] is NULL for every reply not read
+ * and *failure describes the failure in one line, for the caller's
  * WARNING.
  */
 bool
-redis_command_noerror(int argc, const char **argv, RedisValue **reply,
-					  char **failure)
+redis_commands_noerror(int ncommands, const int *argc, const char ***argv,
+					   RedisValue **replies, char **failure)
 {
-	RedisValue *result = NULL;
 	RedisError	err;
+	bool		ok = false;
+	int			c;
 
+	for (c = 0; c < ncommands; c++)
+		replies[c] = NULL;
 	HOLD_INTERRUPTS();
 	if (redis_ensure_connected(false, &err))
-		result = redis_exchange(argc, argv, redis_command_timeout,
-								false, false, &err);
+		ok = redis_exchange_many(ncommands, argc, argv, replies,
+								 redis_command_timeout, false, false, &err);
 	RESUME_INTERRUPTS();
-	if (result == NULL)
-	{
+	if (!ok)
 		*failure = err.detail ? psprintf("%s: %s", err.message, err.detail) :
 			err.message;
-		return false;
-	}
-	*reply = result;
-	return true;
+	return ok;
 }
 
 /*

@@ -52,17 +52,20 @@ extern RedisValue *redis_command_if_connected(int argc, const char **argv);
 
 /*
  * For the places where PostgreSQL holds interrupts and nothing may throw
- * (an XACT_EVENT_COMMIT callback, an exit callback): runs one command,
- * connecting first if need be, bounded by fencing.redis_connect_timeout
- * and fencing.redis_command_timeout rather than by cancel.  Returns true
- * with *reply set (possibly an error reply), or false with the connection
- * dropped and *failure set to a one-line description for the caller's
- * WARNING.  Never throws (but for running out of memory).  At exit, call
- * it from a before_shmem_exit callback: this module frees its connection
- * in an on_proc_exit callback, and a later call would reconnect.
+ * (an XACT_EVENT_COMMIT callback, an exit callback): runs ncommands
+ * commands, pipelined, connecting first if need be, bounded by
+ * fencing.redis_connect_timeout and one fencing.redis_command_timeout for
+ * them all rather than by cancel.  Returns true with every replies[i] set
+ * (possibly an error reply), or false with the connection dropped, the
+ * replies not read NULL, and *failure set to a one-line description for
+ * the caller's WARNING.  Never throws (but for running out of memory).  At
+ * exit, call it from a before_shmem_exit callback: this module frees its
+ * connection in an on_proc_exit callback, and a later call would
+ * reconnect.
  */
-extern bool redis_command_noerror(int argc, const char **argv,
-								  RedisValue **reply, char **failure);
+extern bool redis_commands_noerror(int ncommands, const int *argc,
+								   const char ***argv, RedisValue **replies,
+								   char **failure);
 
 extern RedisValue *redis_eval(RedisScript *script, int nkeys,
 							  const char **keys, int nargs,

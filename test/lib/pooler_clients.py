@@ -17,9 +17,13 @@ What it shows (one "ok - ..." or "not ok - ..." line each):
   fenced_acquire()) is seen by Y, whose tokenless UPDATE is accepted and
   stamped with X's token, and whose fenced_release() releases X's lock;
 - the transaction forms do not: X's fence_use(..., is_local => true) (and,
-  where the build has it, fenced_acquire_xact()) ends with X's
-  transaction, committed or rolled back, and Y's tokenless write is
-  rejected (TF002).
+  with Redis, X's fenced_acquire_xact()) ends with X's transaction,
+  committed or rolled back: Y sees no declaration and no lease, Y's
+  tokenless write is rejected (TF002), and the lock is free for Y at once;
+- in session mode (the app_session pool, also of one server connection),
+  pgbouncer's reset query DISCARD ALL ends X's session forms when X
+  disconnects: the next client on that server connection sees no
+  declaration and no lease, and the lock is free.
 
 Connection parameters for the direct (set-up) connection come from the
 environment (PGHOST, PGPORT, ...).
@@ -131,9 +135,9 @@ def main():
               one(y, "SELECT fenced_release('order:61')"))
         one(y, "SELECT fence_use('order:61', NULL) IS NULL")
 
-    if with_redis and one(x, "SELECT count(*) FROM pg_proc WHERE proname = 'fenced_acquire_xact'"):
+    if with_redis:
         # fenced_acquire_xact() is a transaction form: the lease and its
-        # declaration end with X's transaction
+        # declaration end with X's transaction, committed ...
         x.autocommit = False
         with x.cursor() as cur:
             cur.execute("SELECT fenced_acquire_xact('order:61')")
@@ -145,10 +149,55 @@ def main():
               one(x, "SELECT tok::text FROM items WHERE id = 1"))
         check("fenced_acquire_xact: Y holds no lease after X commits", 0,
               one(y, "SELECT count(*) FROM fenced_leases()"))
+        check("fenced_acquire_xact: nothing is declared for Y after X commits", 0,
+              one(y, "SELECT count(*) FROM fence_declared()"))
         check("fenced_acquire_xact: Y's tokenless UPDATE is rejected", "TF002",
               sqlstate(y, "UPDATE items SET val = 'y5' WHERE id = 2"))
         check("fenced_acquire_xact: Y cannot release X's (already released) lock", False,
               one(y, "SELECT fenced_release('order:61')"))
+        check("fenced_acquire_xact: X's commit gave the lock back: Y takes it at once", True,
+              one(y, "SELECT fenced_acquire_xact('order:61', wait => '0') IS NOT NULL"))
+
+        # ... or failed and rolled back
+        x.autocommit = False
+        with x.cursor() as cur:
+            cur.execute("SELECT fenced_acquire_xact('order:61')")
+        check("fenced_acquire_xact: X's transaction fails", "22012",
+              sqlstate(x, "SELECT 1 / 0"))
+        x.autocommit = True
+        check("fenced_acquire_xact: Y holds no lease after X's rollback", 0,
+              one(y, "SELECT count(*) FROM fenced_leases()"))
+        check("fenced_acquire_xact: nothing is declared for Y after X's rollback", 0,
+              one(y, "SELECT count(*) FROM fence_declared()"))
+        check("fenced_acquire_xact: Y's tokenless DELETE is rejected", "TF002",
+              sqlstate(y, "DELETE FROM items WHERE id = 2"))
+        check("fenced_acquire_xact: X's rollback gave the lock back: Y takes it at once", True,
+              one(y, "SELECT fenced_acquire_xact('order:61', wait => '0') IS NOT NULL"))
+
+    # session mode: when X disconnects, pgbouncer resets the server
+    # connection with DISCARD ALL before the next client gets it
+    sdsn = f"host=127.0.0.1 port={port} dbname=app_session user=postgres"
+    sx = psycopg2.connect(sdsn)
+    sx.autocommit = True
+    sx_pid = one(sx, "SELECT pg_backend_pid()")
+    one(sx, "SELECT fence_use('order:61', 40) IS NULL")
+    if with_redis:
+        one(sx, "SELECT fenced_acquire('order:62') IS NOT NULL")
+    sx.close()
+    sy = psycopg2.connect(sdsn)
+    sy.autocommit = True
+    check("session mode: the next client is served by the same server connection",
+          sx_pid, one(sy, "SELECT pg_backend_pid()"))
+    check("session mode: DISCARD ALL ended X's declaration", 0,
+          one(sy, "SELECT count(*) FROM fence_declared()"))
+    check("session mode: the next client's tokenless UPDATE is rejected", "TF002",
+          sqlstate(sy, "UPDATE items SET val = 's1' WHERE id = 2"))
+    if with_redis:
+        check("session mode: DISCARD ALL ended X's lease", 0,
+              one(sy, "SELECT count(*) FROM fenced_leases()"))
+        check("session mode: ... and gave its lock back: the next client takes it at once", True,
+              one(sy, "SELECT fenced_acquire_xact('order:62', wait => '0') IS NOT NULL"))
+    sy.close()
 
     x.close()
     y.close()

@@ -7,7 +7,10 @@
 # on 127.0.0.1), and runs test/lib/pooler_clients.py: two clients through
 # the one server connection, showing that the session forms (fence_use,
 # fenced_acquire) leak from one client to the other and the transaction
-# form (fence_use(..., is_local => true)) does not.
+# forms (fence_use(..., is_local => true), fenced_acquire_xact) do not;
+# and, through a second pool in session mode (app_session, also of one
+# server connection), that pgbouncer's reset query DISCARD ALL ends the
+# session forms of a client that disconnects.
 #
 #   bash test/scripts/pgbouncer.sh
 set -euo pipefail
@@ -35,6 +38,7 @@ printf '"postgres" ""\n' >"$bouncer_dir/users.txt"
 cat >"$bouncer_dir/pgbouncer.ini" <<INI
 [databases]
 app = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
+app_session = host=$PGHOST port=$PGPORT dbname=postgres user=postgres pool_mode=session
 
 [pgbouncer]
 listen_addr = 127.0.0.1

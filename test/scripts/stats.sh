@@ -106,8 +106,12 @@ harness_log "the Redis functions' counters"
 sql one -c 'SELECT fence_stat_reset()' >/dev/null
 expect_eq "fence_stat_redis starts at zero, with no acquisition time" "0|0|0|0|0|0|0|0|0|0||" \
 	"$(sql two -c 'SELECT * FROM fence_stat_redis')"
-sql one -c "SELECT fenced_acquire('job:1', ttl => '1 min')" >/dev/null
-sql two -c "SELECT fenced_acquire('job:1', wait => '0')" >/dev/null
+# the lock is busy while its holder is connected (a backend that exits
+# gives its locks back)
+sql one >/dev/null <<'EOF'
+SELECT fenced_acquire('job:1', ttl => '1 min');
+\! psql -X -q -A -t -v ON_ERROR_STOP=1 -d two -c "SELECT fenced_acquire('job:1', wait => '0')"
+EOF
 # a mark above the Redis clock, so above any token the rule issues: the
 # next acquisition repairs the counter
 sql one -c "SELECT fence_advance('job:2', 8000000000000000000)" >/dev/null
