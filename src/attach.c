@@ -36,6 +36,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "fence_token.h"
 #include "fencing_errcodes.h"
 #include "funcapi.h"
 #include "guard_config.h"
@@ -49,7 +50,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 /* Names of the triggers fence_attach() creates; "~" sorts after ASCII. */
 #define ATTACH_GUARD_NAME		"~fence"
@@ -182,9 +182,7 @@ attach_seed(Oid relid, Oid extnsp, const char *token_column,
 	Portal		portal;
 	int64		seeded = 0;
 
-	argtypes[1] = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-								  CStringGetDatum("fence_token"),
-								  ObjectIdGetDatum(extnsp));
+	argtypes[1] = fence_token_type(extnsp);
 	advance = attach_func(extnsp, "fence_advance", 2, argtypes);
 
 	initStringInfo(&sql);
@@ -276,9 +274,7 @@ fence_attach(PG_FUNCTION_ARGS)
 
 	rel = table_open(relid, NoLock);
 	att = attach_column(rel, token_column, "token column");
-	if (att->atttypid != GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-										 CStringGetDatum("fence_token"),
-										 ObjectIdGetDatum(extnsp)))
+	if (att->atttypid != fence_token_type(extnsp))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("token column \"%s\" of table \"%s\" is not of type fence_token",

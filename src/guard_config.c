@@ -19,6 +19,7 @@
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fence_token.h"
 #include "fencing_errcodes.h"
 #include "guard_config.h"
 #include "lib/stringinfo.h"
@@ -28,7 +29,6 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
 
 static HTAB *guard_configs = NULL;
 static GuardConfig *last_config = NULL; /* an entry of guard_configs */
@@ -164,9 +164,7 @@ guard_type_is_stable(Oid typid, Oid extnsp)
 	}
 	if (type_is_enum(typid))
 		return true;
-	return typid == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-									CStringGetDatum("fence_token"),
-									ObjectIdGetDatum(extnsp));
+	return typid == fence_token_type(extnsp);
 }
 
 /*
@@ -467,9 +465,7 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 
 		draft.token_attnum = guard_column(trigger, rel, trigger->tgargs[0],
 										  true);
-		token_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-									 CStringGetDatum("fence_token"),
-									 ObjectIdGetDatum(draft.extnsp));
+		token_type = fence_token_type(draft.extnsp);
 		if (TupleDescAttr(RelationGetDescr(rel),
 						  draft.token_attnum - 1)->atttypid != token_type)
 			ereport(ERROR,
