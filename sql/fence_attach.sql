@@ -84,6 +84,9 @@ ALTER TABLE bad ALTER COLUMN tok DROP DEFAULT;
 SELECT fence_attach('bad', 'tok', 'b:{gen}');
 SELECT fence_attach('bad', 'tok', 'b:{nope}');
 SELECT fence_attach('bad', 'tok', 'b:{}');
+-- the templates the guard refuses, read as the guard reads them
+SELECT fence_attach('bad', 'tok', 'b:{id}}');
+SELECT fence_attach('bad', 'tok', 'b:{i{d}');
 SELECT fence_attach('bad', 'nope');
 SELECT fence_attach('bad', 'n');
 SELECT fence_attach('bad', NULL);

@@ -13,7 +13,8 @@
  * guard.  Marks are raised through fence_advance(), never lowered.
  *
  * The resource of a row is computed by the same rules as the guard's
- * (fence_guard.c): a placeholder takes its column's text output, numeric
+ * (fence_guard.c), from the template read as the guard reads it
+ * (guard_config.c): a placeholder takes its column's text output, numeric
  * values without trailing zeros and character(n) without trailing blanks.
  *
  * The triggers are created with CREATE TRIGGER as the calling user, the
@@ -35,8 +36,10 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "fence_token.h"
 #include "fencing_errcodes.h"
 #include "funcapi.h"
+#include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -47,7 +50,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 /* Names of the triggers fence_attach() creates; "~" sorts after ASCII. */
 #define ATTACH_GUARD_NAME		"~fence"
@@ -116,41 +118,24 @@ static char *
 attach_resource_sql(Relation rel, const char *template, StringInfo notnull)
 {
 	StringInfoData expr;
-	StringInfoData literal;
+	StringInfoData piece;
 	const char *p = template;
+	TemplatePiece kind;
 
 	initStringInfo(&expr);
-	initStringInfo(&literal);
+	initStringInfo(&piece);
 	appendStringInfoString(&expr, "''");
-	for (;;)
+	while ((kind = guard_template_next(&p, &piece)) != TEMPLATE_END)
 	{
-		if (*p == '\0' || (*p == '{' && p[1] != '{'))
+		if (kind == TEMPLATE_LITERAL)
+			appendStringInfo(&expr, " OPERATOR(pg_catalog.||) %s",
+							 quote_literal_cstr(piece.data));
+		else if (kind == TEMPLATE_COLUMN)
 		{
-			if (literal.len > 0)
-				appendStringInfo(&expr, " OPERATOR(pg_catalog.||) %s",
-								 quote_literal_cstr(literal.data));
-			resetStringInfo(&literal);
-		}
-		if (*p == '\0')
-			break;
-		if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}'))
-		{
-			appendStringInfoChar(&literal, *p);
-			p += 2;
-		}
-		else if (*p == '{')
-		{
-			const char *end = strchr(p + 1, '}');
-			char	   *name;
+			const char *name = piece.data;
 			const char *col;
 			Oid			basetype;
 
-			if (end == NULL || end == p + 1)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid resource template \"%s\"", template),
-						 errdetail("A placeholder is \"{\", a column name and \"}\"; write \"{{\" for a literal brace.")));
-			name = pnstrdup(p + 1, end - p - 1);
 			basetype = getBaseType(attach_column(rel, name, "resource column")->atttypid);
 			col = quote_identifier(name);
 			if (basetype == NUMERICOID)
@@ -160,10 +145,9 @@ attach_resource_sql(Relation rel, const char *template, StringInfo notnull)
 			else
 				appendStringInfo(&expr, " OPERATOR(pg_catalog.||) pg_catalog.format('%%s', %s)", col);
 			appendStringInfo(notnull, " AND %s IS NOT NULL", col);
-			p = end + 1;
 		}
 		else
-			appendStringInfoChar(&literal, *p++);
+			guard_template_refuse(template, NULL, kind);
 	}
 	return expr.data;
 }
@@ -198,9 +182,7 @@ attach_seed(Oid relid, Oid extnsp, const char *token_column,
 	Portal		portal;
 	int64		seeded = 0;
 
-	argtypes[1] = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-								  CStringGetDatum("fence_token"),
-								  ObjectIdGetDatum(extnsp));
+	argtypes[1] = fence_token_type(extnsp);
 	advance = attach_func(extnsp, "fence_advance", 2, argtypes);
 
 	initStringInfo(&sql);
@@ -292,9 +274,7 @@ fence_attach(PG_FUNCTION_ARGS)
 
 	rel = table_open(relid, NoLock);
 	att = attach_column(rel, token_column, "token column");
-	if (att->atttypid != GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-										 CStringGetDatum("fence_token"),
-										 ObjectIdGetDatum(extnsp)))
+	if (att->atttypid != fence_token_type(extnsp))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("token column \"%s\" of table \"%s\" is not of type fence_token",

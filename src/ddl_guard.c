@@ -56,6 +56,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fencing_errcodes.h"
+#include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
@@ -328,31 +329,24 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 }
 
 /*
- * Whether a resource template has a placeholder naming column: the same
- * reading as the guard's ({{ and }} are literal braces).
+ * Whether a resource template has a placeholder naming column, read as the
+ * guard reads it.  The reading stops at a brace the guard refuses: the
+ * guard then refuses every write to the table, which a rename cannot
+ * unfence.
  */
 static bool
 ddl_template_names(const char *template, const char *column)
 {
+	StringInfoData piece;
 	const char *p = template;
-	size_t		len = strlen(column);
+	TemplatePiece kind;
 
-	while (*p != '\0')
+	initStringInfo(&piece);
+	while ((kind = guard_template_next(&p, &piece)) == TEMPLATE_LITERAL ||
+		   kind == TEMPLATE_COLUMN)
 	{
-		if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}'))
-			p += 2;
-		else if (*p == '{')
-		{
-			const char *end = strchr(p + 1, '}');
-
-			if (end == NULL)
-				return false;
-			if ((size_t) (end - p - 1) == len && strncmp(p + 1, column, len) == 0)
-				return true;
-			p = end + 1;
-		}
-		else
-			p++;
+		if (kind == TEMPLATE_COLUMN && strcmp(piece.data, column) == 0)
+			return true;
 	}
 	return false;
 }

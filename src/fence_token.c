@@ -15,11 +15,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "fence_token.h"
 #include "libpq/pqformat.h"
 #include "token_parse.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(fence_token_in);
 PG_FUNCTION_INFO_V1(fence_token_out);
@@ -30,6 +32,18 @@ PG_FUNCTION_INFO_V1(fence_token_from_int4);
 PG_FUNCTION_INFO_V1(fence_token_from_int2);
 PG_FUNCTION_INFO_V1(fence_token_from_numeric);
 PG_FUNCTION_INFO_V1(fence_token_to_numeric);
+
+/*
+ * fence_token_type
+ *		The OID of the fence_token type of the extension in schema extnsp.
+ */
+Oid
+fence_token_type(Oid extnsp)
+{
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+						   CStringGetDatum("fence_token"),
+						   ObjectIdGetDatum(extnsp));
+}
 
 /*
  * fence_token_to_cstring

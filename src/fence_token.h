@@ -24,5 +24,6 @@ typedef int64 FenceToken;
 #define FENCE_TOKEN_TEXT_LEN		21
 
 extern char *fence_token_to_cstring(FenceToken token, char *buf);
+extern Oid	fence_token_type(Oid extnsp);
 
 #endif							/* FENCE_TOKEN_H */

@@ -19,6 +19,7 @@
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fence_token.h"
 #include "fencing_errcodes.h"
 #include "guard_config.h"
 #include "lib/stringinfo.h"
@@ -28,7 +29,6 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
 
 static HTAB *guard_configs = NULL;
 static GuardConfig *last_config = NULL; /* an entry of guard_configs */
@@ -164,9 +164,7 @@ guard_type_is_stable(Oid typid, Oid extnsp)
 	}
 	if (type_is_enum(typid))
 		return true;
-	return typid == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-									CStringGetDatum("fence_token"),
-									ObjectIdGetDatum(extnsp));
+	return typid == fence_token_type(extnsp);
 }
 
 /*
@@ -195,75 +193,117 @@ guard_type_depends_on_settings(Oid typid)
 	}
 }
 
+/*
+ * guard_template_next
+ *		Read the next piece of a resource template at *p into piece and
+ *		advance *p past it: a run of literal text, in which "{{" and "}}"
+ *		stand for one brace, or a placeholder, "{column}".  At a brace that
+ *		is neither, returns which it is and leaves *p there.
+ *
+ * This is the one reading of templates: the guard's, fence_attach()'s and
+ * the DDL checks'.
+ */
+TemplatePiece
+guard_template_next(const char **p, StringInfo piece)
+{
+	const char *s = *p;
+	const char *end;
+
+	resetStringInfo(piece);
+	for (;;)
+	{
+		if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}'))
+		{
+			appendStringInfoChar(piece, *s);
+			s += 2;
+		}
+		else if (*s != '\0' && *s != '{' && *s != '}')
+			appendStringInfoChar(piece, *s++);
+		else
+			break;
+	}
+	if (piece->len > 0)
+	{
+		*p = s;
+		return TEMPLATE_LITERAL;
+	}
+	if (*s == '\0')
+		return TEMPLATE_END;
+	if (*s == '}')
+		return TEMPLATE_BAD_BRACE;
+
+	end = strchr(s + 1, '}');
+	if (end == NULL || end == s + 1 || memchr(s + 1, '{', end - s - 1) != NULL)
+		return TEMPLATE_BAD_PLACEHOLDER;
+	appendBinaryStringInfo(piece, s + 1, end - s - 1);
+	*p = end + 1;
+	return TEMPLATE_COLUMN;
+}
+
+/*
+ * guard_template_refuse
+ *		Report the bad brace guard_template_next() found in template, that
+ *		of trigger tgname (NULL for one not created yet).
+ */
+void
+guard_template_refuse(const char *template, const char *tgname,
+					  TemplatePiece bad)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 tgname != NULL ?
+			 errmsg("invalid resource template \"%s\" for trigger \"%s\"",
+					template, tgname) :
+			 errmsg("invalid resource template \"%s\"", template),
+			 bad == TEMPLATE_BAD_BRACE ?
+			 errdetail("A \"}\" outside a placeholder must be doubled.") :
+			 errdetail("A placeholder is \"{\", a column name and \"}\"; write \"{{\" for a literal brace.")));
+}
+
+/*
+ * Add a part to config->parts, growing the array (of *maxparts) as need
+ * be; the caller fills it in.
+ */
+static TemplatePart *
+guard_add_part(GuardConfig *config, int *maxparts)
+{
+	if (config->nparts == *maxparts)
+	{
+		*maxparts *= 2;
+		config->parts = repalloc(config->parts,
+								 *maxparts * sizeof(TemplatePart));
+	}
+	return &config->parts[config->nparts++];
+}
+
 /* Parse argument 2, the resource template, into config->parts. */
 static void
 guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 					 const char *template)
 {
-	StringInfoData literal;
+	StringInfoData piece;
 	const char *p = template;
+	TemplatePiece kind;
 	int			maxparts = 4;
 
 	config->parts = MemoryContextAlloc(config->cxt,
 									   maxparts * sizeof(TemplatePart));
-	initStringInfo(&literal);
+	initStringInfo(&piece);
 
-	for (;;)
+	while ((kind = guard_template_next(&p, &piece)) != TEMPLATE_END)
 	{
-		bool		flush = *p == '\0' || (*p == '{' && p[1] != '{');
-
-		if (flush && literal.len > 0)
+		if (kind == TEMPLATE_LITERAL)
+			guard_add_part(config, &maxparts)->literal =
+				MemoryContextStrdup(config->cxt, piece.data);
+		else if (kind == TEMPLATE_COLUMN)
 		{
-			if (config->nparts == maxparts)
-			{
-				maxparts *= 2;
-				config->parts = repalloc(config->parts,
-										 maxparts * sizeof(TemplatePart));
-			}
-			config->parts[config->nparts].literal =
-				MemoryContextStrdup(config->cxt, literal.data);
-			config->nparts++;
-			resetStringInfo(&literal);
-		}
-		if (*p == '\0')
-			break;
-
-		if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}'))
-		{
-			appendStringInfoChar(&literal, *p);
-			p += 2;
-		}
-		else if (*p == '}')
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid resource template \"%s\" for trigger \"%s\"",
-							template, trigger->tgname),
-					 errdetail("A \"}\" outside a placeholder must be doubled.")));
-		else if (*p == '{')
-		{
-			const char *end = strchr(p + 1, '}');
-			char	   *name;
-			TemplatePart *part;
+			const char *name = piece.data;
+			TemplatePart *part = guard_add_part(config, &maxparts);
 			Oid			typid;
 			Oid			collation;
 			Oid			typoutput;
 			bool		typisvarlena;
 
-			if (end == NULL || end == p + 1 || memchr(p + 1, '{', end - p - 1))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid resource template \"%s\" for trigger \"%s\"",
-								template, trigger->tgname),
-						 errdetail("A placeholder is \"{\", a column name and \"}\"; write \"{{\" for a literal brace.")));
-			name = pnstrdup(p + 1, end - p - 1);
-
-			if (config->nparts == maxparts)
-			{
-				maxparts *= 2;
-				config->parts = repalloc(config->parts,
-										 maxparts * sizeof(TemplatePart));
-			}
-			part = &config->parts[config->nparts++];
 			part->literal = NULL;
 			part->attnum = guard_column(trigger, rel, name, false);
 			if (part->attnum == config->token_attnum)
@@ -298,10 +338,9 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 			part->basetype = getBaseType(typid);
 			getTypeOutputInfo(typid, &typoutput, &typisvarlena);
 			fmgr_info_cxt(typoutput, &part->output, config->cxt);
-			p = end + 1;
 		}
 		else
-			appendStringInfoChar(&literal, *p++);
+			guard_template_refuse(template, trigger->tgname, kind);
 	}
 }
 
@@ -426,9 +465,7 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 
 		draft.token_attnum = guard_column(trigger, rel, trigger->tgargs[0],
 										  true);
-		token_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-									 CStringGetDatum("fence_token"),
-									 ObjectIdGetDatum(draft.extnsp));
+		token_type = fence_token_type(draft.extnsp);
 		if (TupleDescAttr(RelationGetDescr(rel),
 						  draft.token_attnum - 1)->atttypid != token_type)
 			ereport(ERROR,

@@ -90,7 +90,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #define MARKS_TABLE "fence_high_water"
@@ -385,9 +384,7 @@ marks_check_shape(Relation heap)
 				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
 				 errdetail("It must have exactly %d columns.", Natts_mark),
 				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
-	token_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-								 CStringGetDatum("fence_token"),
-								 ObjectIdGetDatum(RelationGetNamespace(heap)));
+	token_type = fence_token_type(RelationGetNamespace(heap));
 	marks_check_column(heap, Anum_mark_resource, "resource", TEXTOID);
 	marks_check_column(heap, Anum_mark_token, "token", token_type);
 	marks_check_column(heap, Anum_mark_moved_at, "moved_at", TIMESTAMPTZOID);

@@ -38,7 +38,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 /* Columns of the marks table, as in marks.c. */
 #define Anum_mark_resource	1
@@ -73,9 +72,7 @@ replica_raise(Oid extnsp, const char *resource, FenceToken token)
 		Oid			argtypes[2];
 
 		argtypes[0] = TEXTOID;
-		argtypes[1] = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-									  CStringGetDatum("fence_token"),
-									  ObjectIdGetDatum(extnsp));
+		argtypes[1] = fence_token_type(extnsp);
 		advance = LookupFuncName(list_make2(makeString(get_namespace_name(extnsp)),
 											makeString("fence_advance")),
 								 2, argtypes, false);

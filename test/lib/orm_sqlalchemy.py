@@ -20,8 +20,9 @@ from sqlalchemy import BigInteger, Column, Integer, Text, text
 from sqlalchemy.orm import Session, declarative_base
 from sqlalchemy.orm.attributes import flag_modified
 
+from checks import check, exit_status
+
 Base = declarative_base()
-failed = 0
 
 
 class Order(Base):
@@ -29,15 +30,6 @@ class Order(Base):
     id = Column(Integer, primary_key=True)
     status = Column(Text)
     tok = Column(BigInteger)
-
-
-def check(desc, want, got):
-    global failed
-    if want == got:
-        print(f"ok - {desc}")
-    else:
-        failed += 1
-        print(f"not ok - {desc}\n#   expected: {want!r}\n#        got: {got!r}")
 
 
 def main():
@@ -91,7 +83,7 @@ def main():
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE orm_orders"))
         conn.execute(text("SELECT fence_forget('orm:42')"))
-    return 1 if failed else 0
+    return exit_status()
 
 
 if __name__ == "__main__":

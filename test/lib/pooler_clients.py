@@ -32,16 +32,7 @@ import sys
 
 import psycopg2
 
-failed = 0
-
-
-def check(desc, want, got):
-    global failed
-    if want == got:
-        print(f"ok - {desc}")
-    else:
-        failed += 1
-        print(f"not ok - {desc}\n#   expected: {want!r}\n#        got: {got!r}")
+from checks import check, exit_status
 
 
 def sqlstate(conn, sql, args=None):
@@ -204,7 +195,7 @@ def main():
     with admin.cursor() as cur:
         cur.execute("DROP TABLE items")
         cur.execute("DELETE FROM fence_high_water")
-    return 1 if failed else 0
+    return exit_status()
 
 
 def _rows(conn, sql):

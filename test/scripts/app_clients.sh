@@ -13,27 +13,12 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 harness_install_deps python3-sqlalchemy
 command -v npm >/dev/null || harness_install_deps nodejs npm
 harness_start_pg
 harness_tmpdir workdir
-
-failed=0
-ok() { printf 'ok - %s\n' "$1"; }
-not_ok() {
-	printf 'not ok - %s\n' "$1"
-	failed=$((failed + 1))
-}
-expect_eq() {
-	local desc=$1 want=$2 got=$3
-	if [ "$want" = "$got" ]; then
-		ok "$desc"
-	else
-		not_ok "$desc"
-		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
-	fi
-}
 
 # The code block after the README's "<!-- snippet: NAME" line.
 snippet() {
@@ -85,6 +70,7 @@ expect_eq "an ordinary user's SET after the load is refused" "42501" \
 	"$(printf "%s;\nSET fencing.redis_host = 'evil.example';\n\\\\echo :LAST_ERROR_SQLSTATE\n" "$load" | psql -X -q -A -t -d app -U app_user 2>/dev/null | tail -1)"
 
 # a real ORM session
-/usr/bin/python3 "$FENCING_TOP/test/lib/orm_sqlalchemy.py" || failed=$((failed + 1))
+/usr/bin/python3 "$FENCING_TOP/test/lib/orm_sqlalchemy.py" ||
+	not_ok "the SQLAlchemy session (test/lib/orm_sqlalchemy.py) passes its checks"
 
-[ $failed -eq 0 ]
+checks_finish

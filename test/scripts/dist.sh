@@ -17,6 +17,7 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 # Put the working tree's build back, then let the harness clean up, keeping
 # the script's exit status.
@@ -29,18 +30,6 @@ restore_working_tree() {
 	harness_cleanup
 }
 trap restore_working_tree EXIT
-
-failed=0
-ok() { printf 'ok - %s\n' "$1"; }
-not_ok() {
-	printf 'not ok - %s\n' "$1"
-	failed=$((failed + 1))
-}
-check() {
-	local desc=$1
-	shift
-	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
-}
 
 harness_tmpdir workdir
 version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$FENCING_TOP/fencing.control")
@@ -97,4 +86,4 @@ else
 	done
 fi
 
-[ "$failed" -eq 0 ]
+checks_finish

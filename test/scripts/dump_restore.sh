@@ -15,28 +15,10 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 harness_start_pg
 harness_tmpdir workdir
-
-failed=0
-
-ok() { printf 'ok - %s\n' "$1"; }
-not_ok() {
-	printf 'not ok - %s\n' "$1"
-	failed=$((failed + 1))
-}
-
-# Assert that two strings are equal; show both when they are not.
-expect_eq() {
-	local desc=$1 want=$2 got=$3
-	if [ "$want" = "$got" ]; then
-		ok "$desc"
-	else
-		not_ok "$desc"
-		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
-	fi
-}
 
 # Run SQL in a database, stopping at the first error; unaligned output.
 sql() {
@@ -272,8 +254,8 @@ expect_eq "the table-only dump itself brought no marks" "2" \
 expect_eq "the table restored alone rejects a stale write (TF001)" "TF001" \
 	"$(sqlstate_of one_table "UPDATE shipments SET tok = 7 WHERE order_id = 1")"
 
-if [ "$failed" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
+if [ "$CHECKS_FAILED" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
 	echo "# server messages of the statements run:"
 	sed 's/^/#   /' "$workdir/statements.log"
 fi
-[ "$failed" -eq 0 ]
+checks_finish

@@ -28,27 +28,12 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 harness_start_pg "wal_level = logical"
 PUB_HOST=$PGHOST PUB_PORT=$PGPORT PUB_DATA=$PGDATA_DIR
 harness_start_pg
 SUB_HOST=$PGHOST SUB_PORT=$PGPORT SUB_DATA=$PGDATA_DIR
-
-failed=0
-ok() { printf 'ok - %s\n' "$1"; }
-not_ok() {
-	printf 'not ok - %s\n' "$1"
-	failed=$((failed + 1))
-}
-expect_eq() {
-	local desc=$1 want=$2 got=$3
-	if [ "$want" = "$got" ]; then
-		ok "$desc"
-	else
-		not_ok "$desc"
-		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
-	fi
-}
 
 pub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$PUB_HOST" -p "$PUB_PORT" "$@"; }
 sub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$SUB_HOST" -p "$SUB_PORT" "$@"; }
@@ -148,8 +133,8 @@ expect_eq "a superuser's own write to the marks table passes the trigger" "1" \
 	"$(sub -c "DELETE FROM fence_high_water WHERE resource = 'shared:x' RETURNING 1")"
 
 sub -c "DROP SUBSCRIPTION sub" >/dev/null
-if [ $failed -gt 0 ]; then
+if [ "$CHECKS_FAILED" -gt 0 ]; then
 	echo "# subscriber log:"
 	tail -20 "$SUB_DATA/../server.log" | sed 's/^/#   /'
 fi
-[ $failed -eq 0 ]
+checks_finish

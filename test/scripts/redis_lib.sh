@@ -2,8 +2,8 @@
 #
 # Each suite starts its own redis-server and PostgreSQL cluster through the
 # harness (loopback and Unix sockets only), prints "ok - ..." or
-# "not ok - ..." per check, and ends with redis_finish, which exits non-zero
-# if any check failed.
+# "not ok - ..." per check (test/lib/checks.sh), and ends with
+# redis_finish, which exits non-zero if any check failed.
 #
 # Long-lived psql sessions ("same session reconnects") are psql processes
 # reading from a FIFO:
@@ -15,9 +15,8 @@
 
 # shellcheck source-path=SCRIPTDIR source=../lib/harness.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
-
-REDIS_TESTS=0
-REDIS_FAILED=0
+# shellcheck source-path=SCRIPTDIR source=../lib/checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/checks.sh"
 
 # Start a replica of the suite's Redis on a free port, set REPLICA_PORT,
 # and wait until it has synchronized.  The harness stops it on exit.
@@ -33,24 +32,6 @@ start_replica() {
 		sleep 0.05
 	done
 	return 1
-}
-
-ok() {
-	REDIS_TESTS=$((REDIS_TESTS + 1))
-	echo "ok - $*"
-}
-
-not_ok() {
-	REDIS_TESTS=$((REDIS_TESTS + 1))
-	REDIS_FAILED=$((REDIS_FAILED + 1))
-	echo "not ok - $*"
-}
-
-# check DESCRIPTION COMMAND...: ok when the command succeeds.
-check() {
-	local desc=$1
-	shift
-	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
 }
 
 # expect DESCRIPTION GOT WANT: ok when equal, else show both.
@@ -84,10 +65,8 @@ expect_no_match() {
 	fi
 }
 
-redis_finish() {
-	echo "# $REDIS_TESTS checks, $REDIS_FAILED failed"
-	[ "$REDIS_FAILED" -eq 0 ]
-}
+# The suites' last command (checks_finish, under the name they call).
+redis_finish() { checks_finish; }
 
 # One-shot query as the superuser: unaligned, tuples only.
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }

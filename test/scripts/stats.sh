@@ -16,26 +16,12 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 harness_start_redis
 harness_start_pg "shared_preload_libraries = 'fencing'" \
 	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT"
 
-failed=0
-ok() { printf 'ok - %s\n' "$1"; }
-not_ok() {
-	printf 'not ok - %s\n' "$1"
-	failed=$((failed + 1))
-}
-expect_eq() {
-	local desc=$1 want=$2 got=$3
-	if [ "$want" = "$got" ]; then
-		ok "$desc"
-	else
-		not_ok "$desc"
-		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
-	fi
-}
 sql() {
 	local db=$1
 	shift
@@ -149,4 +135,4 @@ expect_eq "the acquisition times: a median and a 99th percentile, under a second
 	"$(sql two -c 'SELECT 0 < acquire_p50_ms AND acquire_p50_ms <= acquire_p99_ms
 		AND acquire_p99_ms < 1000 FROM fence_stat_redis')"
 
-[ "$failed" -eq 0 ]
+checks_finish

@@ -36,27 +36,10 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 harness_start_pg
 harness_tmpdir workdir
-
-failed=0
-ok() { printf 'ok - %s\n' "$1"; }
-not_ok() {
-	printf 'not ok - %s\n' "$1"
-	failed=$((failed + 1))
-}
-
-# Assert that two strings are equal; show both when they are not.
-expect_eq() {
-	local desc=$1 want=$2 got=$3
-	if [ "$want" = "$got" ]; then
-		ok "$desc"
-	else
-		not_ok "$desc"
-		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
-	fi
-}
 
 # Assert that two files are equal; show the diff when they are not.
 expect_same_file() {
@@ -333,8 +316,8 @@ EOF
 		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")"
 done
 
-if [ "$failed" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
+if [ "$CHECKS_FAILED" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
 	echo "# server messages of the statements run:"
 	sed 's/^/#   /' "$workdir/statements.log"
 fi
-[ "$failed" -eq 0 ]
+checks_finish
