@@ -111,7 +111,7 @@ dir $TOPOLOGY_DIR
 requirepass $SENTINEL_PASSWORD
 sentinel monitor $SENTINEL_MASTER 127.0.0.1 $primary 2
 sentinel down-after-milliseconds $SENTINEL_MASTER $TOPOLOGY_NODE_TIMEOUT
-sentinel failover-timeout $SENTINEL_MASTER 6000
+sentinel failover-timeout $SENTINEL_MASTER 3000
 sentinel parallel-syncs $SENTINEL_MASTER 2
 EOF
 		redis-sentinel "$TOPOLOGY_DIR/sentinel-$p.conf" &

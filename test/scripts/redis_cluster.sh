@@ -229,7 +229,9 @@ failover() {
 	FAILOVER_OLD=$old
 	t0=$(now_ms)
 	"$@"
-	for _ in $(seq 300); do
+	# up to a minute: on a loaded machine an election can fail and is
+	# retried after twice the failover-timeout
+	while [ $(($(now_ms) - t0)) -lt 60000 ]; do
 		sess a "SELECT fenced_acquire('c:fo', ttl => '500ms', wait => '1s');"
 		if [ "$S" = 00000 ] && [ -n "$R" ]; then
 			np=$(topology_cluster_node_of "$(lock_key c:fo)")

@@ -166,7 +166,9 @@ failover() {
 	before=$R
 	t0=$(now_ms)
 	"$@"
-	for _ in $(seq 200); do
+	# up to a minute: on a loaded machine an election can fail and is
+	# retried after twice the failover-timeout
+	while [ $(($(now_ms) - t0)) -lt 60000 ]; do
 		sess a "SELECT fenced_acquire('s:fo', ttl => '500ms', wait => '1s');"
 		if [ "$S" = 00000 ] && [ -n "$R" ]; then
 			np=$(topology_sentinel_primary)
