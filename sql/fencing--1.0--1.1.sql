@@ -191,7 +191,8 @@ COMMENT ON VIEW @extschema@.fence_stat_info IS 'whether the counters are cluster
 
 -- The Redis functions' counters, one row.
 CREATE FUNCTION @extschema@.fence_stat_redis_data(OUT acquired bigint, OUT busy bigint,
-		OUT repairs bigint, OUT connects bigint, OUT errors_unavailable bigint,
+		OUT repairs bigint, OUT connects bigint, OUT redirects bigint,
+		OUT failovers bigint, OUT errors_unavailable bigint,
 		OUT errors_busy bigint, OUT errors_cluster_changing bigint,
 		OUT errors_refused bigint, OUT errors_protocol bigint,
 		OUT errors_not_replicated bigint, OUT acquire_p50_ms double precision,
@@ -199,14 +200,15 @@ CREATE FUNCTION @extschema@.fence_stat_redis_data(OUT acquired bigint, OUT busy 
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 CREATE VIEW @extschema@.fence_stat_redis AS
-	SELECT r.acquired, r.busy, r.repairs, r.connects, r.errors_unavailable, r.errors_busy,
+	SELECT r.acquired, r.busy, r.repairs, r.connects, r.redirects, r.failovers,
+		r.errors_unavailable, r.errors_busy,
 		r.errors_cluster_changing, r.errors_refused, r.errors_protocol,
 		r.errors_not_replicated, r.acquire_p50_ms, r.acquire_p99_ms
 	FROM @extschema@.fence_stat_redis_data() AS r;
 GRANT SELECT ON @extschema@.fence_stat_redis TO PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.fence_stat_redis_data() IS 'counters of the Redis functions (see fence_stat_redis)';
-COMMENT ON VIEW @extschema@.fence_stat_redis IS 'locks taken and given up as busy, token counters repaired, connections made, errors by SQLSTATE (TF101 to TF106) of the Redis functions, and how long an acquisition took (median and 99th percentile)';
+COMMENT ON VIEW @extschema@.fence_stat_redis IS 'locks taken and given up as busy, token counters repaired, connections made, Cluster redirects followed, moves to a new Sentinel primary, errors by SQLSTATE (TF101 to TF106) of the Redis functions, and how long an acquisition took (median and 99th percentile)';
 
 -- DDL that would unfence a table
 --

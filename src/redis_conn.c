@@ -707,11 +707,15 @@ redis_is_stale(void)
 static bool
 redis_ensure_connected(bool interruptible, RedisError *err)
 {
-	if (conn != NULL &&
-		(!conn_ready || conn_in_flight ||
-		 conn_generation != redis_settings_generation ||
-		 redis_is_stale() ||
-		 (redis_sentinel_enabled() && redis_sentinel_switched())))
+	if (conn != NULL && redis_sentinel_enabled() && redis_sentinel_switched())
+	{
+		stats_redis_count(STATS_REDIS_FAILOVERS);
+		redis_drop();
+	}
+	else if (conn != NULL &&
+			 (!conn_ready || conn_in_flight ||
+			  conn_generation != redis_settings_generation ||
+			  redis_is_stale()))
 		redis_drop();
 	if (conn == NULL)
 		return redis_connect(interruptible, err);
@@ -1495,6 +1499,7 @@ redis_send(int argc, const char **argv, long timeout_ms, bool interruptible,
 		!redis_redirect_target(reply->str, &slot, &host, &port))
 		return reply;
 
+	stats_redis_count(STATS_REDIS_REDIRECTS);
 	if (!ask)
 		redis_cluster_set_slot(slot, host, port);
 	redis_use_node(host, port);
@@ -1727,6 +1732,7 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 				 strncmp(reply->str, "READONLY", 8) == 0)
 		{
 			/* a demoted primary: the Sentinels name the new one */
+			stats_redis_count(STATS_REDIS_FAILOVERS);
 			redis_drop();
 			rediscovered = true;
 		}

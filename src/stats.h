@@ -32,6 +32,8 @@ typedef enum StatsRedisCounter
 	STATS_REDIS_BUSY,			/* fenced_acquire() gave up on a busy lock */
 	STATS_REDIS_REPAIRED,		/* token counters repaired past the mark */
 	STATS_REDIS_CONNECTS,		/* connections made to Redis */
+	STATS_REDIS_REDIRECTS,		/* Cluster -MOVED and -ASK followed */
+	STATS_REDIS_FAILOVERS,		/* moves to a new primary in Sentinel mode */
 	STATS_REDIS_UNAVAILABLE,	/* errors TF101 to TF106, in that order */
 	STATS_REDIS_BUSY_ERRORS,
 	STATS_REDIS_CLUSTER_CHANGING,

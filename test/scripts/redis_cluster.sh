@@ -143,6 +143,9 @@ to=$(other_primary "$from")
 move_slot "$(slot_of c:moved)" "$from" "$to"
 sess a "SELECT fenced_release('c:moved');"
 expect "a stale map: -MOVED is followed (release on the new node)" "$S|$R" "00000|t"
+sess a "SELECT redirects FROM fence_stat_redis;"
+redirects=$R
+check "and counted in fence_stat_redis.redirects ($redirects)" test "${redirects:-0}" -ge 1
 sess a "SELECT fenced_acquire('c:moved');"
 expect "and the next acquisition goes there" "$S" "00000"
 check "with a token above the one before ($R > $before)" test "${R:-0}" -gt "$before"
@@ -165,6 +168,8 @@ redis-cli -p "$from" MIGRATE 127.0.0.1 "$to" "$(lock_key c:ask)" 0 5000 >/dev/nu
 redis-cli -p "$to" SCRIPT FLUSH >/dev/null
 sess a "SELECT fenced_extend('c:ask', ttl => '60s');"
 expect "a migrating slot: -ASK, ASKING, NOSCRIPT, EVAL: extended" "$S|$R" "00000|t"
+sess a "SELECT redirects FROM fence_stat_redis;"
+check "and counted in fence_stat_redis.redirects ($R > $redirects)" test "${R:-0}" -gt "$redirects"
 ttl=$(printf 'ASKING\nPTTL %s\n' "$(lock_key c:ask)" | redis-cli -p "$to" | tail -1)
 check "on the importing node (PTTL $ttl ms > 10 s)" test "$ttl" -gt 10000
 sess a "SELECT fenced_release('c:ask');"

@@ -185,6 +185,8 @@ failover() {
 }
 
 failover "SENTINEL FAILOVER" scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER"
+sess a "SELECT failovers FROM fence_stat_redis;"
+check "the session's move to the new primary is counted in fence_stat_redis.failovers ($R)" test "${R:-0}" -ge 1
 check "the topology settles again" topology_sentinel_settled
 
 # the primary is killed mid-call: it holds every client (CLIENT PAUSE),

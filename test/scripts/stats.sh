@@ -104,7 +104,7 @@ expect_eq "1000 tables counted one row each, the 5 others together in the row wi
 
 harness_log "the Redis functions' counters"
 sql one -c 'SELECT fence_stat_reset()' >/dev/null
-expect_eq "fence_stat_redis starts at zero, with no acquisition time" "0|0|0|0|0|0|0|0|0|0||" \
+expect_eq "fence_stat_redis starts at zero, with no acquisition time" "0|0|0|0|0|0|0|0|0|0|0|0||" \
 	"$(sql two -c 'SELECT * FROM fence_stat_redis')"
 # the lock is busy while its holder is connected (a backend that exits
 # gives its locks back)
