@@ -50,6 +50,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 /* Names of the triggers fence_attach() creates; "~" sorts after ASCII. */
 #define ATTACH_GUARD_NAME		"~fence"
@@ -191,6 +192,13 @@ attach_seed(Oid relid, Oid extnsp, const char *token_column,
 					 quote_identifier(token_column),
 					 attach_table_sql(relid), quote_identifier(token_column),
 					 notnull_sql);
+
+	/*
+	 * Writers are locked out now, but one that committed while we waited
+	 * for the lock is newer than the statement's snapshot (and than a
+	 * REPEATABLE READ transaction's): read the rows with the newest one.
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
 	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL,
 									   true, 0);
 	for (;;)
@@ -213,7 +221,32 @@ attach_seed(Oid relid, Oid extnsp, const char *token_column,
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
+	PopActiveSnapshot();
 	return seeded;
+}
+
+/*
+ * attach_lock_tables
+ *		Keep writers out of relid and every table below it until the end of
+ *		the transaction, checking that the caller owns each; their list,
+ *		relid first.
+ *
+ * find_all_inheritors locks the children only: relid itself is locked
+ * first, after the ownership check, so that a stranger cannot queue a
+ * lock that holds up the table's writers.
+ */
+static List *
+attach_lock_tables(Oid relid)
+{
+	List	   *tables;
+	ListCell   *lc;
+
+	attach_check_owner(relid);
+	LockRelationOid(relid, ShareRowExclusiveLock);
+	tables = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
+	foreach(lc, tables)
+		attach_check_owner(lfirst_oid(lc));
+	return tables;
 }
 
 /* Whether relid has a trigger calling funcoid, its own or cloned. */
@@ -265,12 +298,8 @@ fence_attach(PG_FUNCTION_ARGS)
 				 errmsg("table, token column and options must not be null")));
 	token_column = NameStr(*PG_GETARG_NAME(1));
 	template = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
-	attach_check_owner(relid);
-
 	/* Writers wait from here to the end of the transaction. */
-	tables = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
-	foreach(lc, tables)
-		attach_check_owner(lfirst_oid(lc));
+	tables = attach_lock_tables(relid);
 
 	rel = table_open(relid, NoLock);
 	att = attach_column(rel, token_column, "token column");
@@ -370,8 +399,7 @@ fence_detach(PG_FUNCTION_ARGS)
 
 	funcs[0] = attach_func(extnsp, "fence_guard", 0, NULL);
 	funcs[1] = attach_func(extnsp, "fence_truncate_guard", 0, NULL);
-	attach_check_owner(relid);
-	tables = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
+	tables = attach_lock_tables(relid);
 
 	SPI_connect();
 	foreach(lc, tables)
