@@ -55,6 +55,7 @@
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "fence_token.h"
 #include "fencing_errcodes.h"
 #include "guard_config.h"
 #include "lib/stringinfo.h"
@@ -430,7 +431,6 @@ ddl_drop_extension(DropStmt *stmt, GuardFuncs *funcs)
 	ListCell   *lc;
 	bool		ours = false;
 	StringInfoData sql;
-	const char *nspname;
 
 	if (stmt->removeType != OBJECT_EXTENSION || stmt->behavior != DROP_CASCADE)
 		return;
@@ -442,21 +442,30 @@ ddl_drop_extension(DropStmt *stmt, GuardFuncs *funcs)
 	if (!ours)
 		return;
 
-	nspname = quote_identifier(get_namespace_name(funcs->extnsp));
+	/*
+	 * Run as whoever drops the extension, usually a superuser: every
+	 * operator is qualified, so that none found through the search_path
+	 * can stand in for pg_catalog's, and the type and functions are passed
+	 * by OID.  Members of extensions, this one's marks table among them,
+	 * are left out: they go with their extension.
+	 */
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT pg_catalog.format('column %%I of table %%s', a.attname, a.attrelid::pg_catalog.regclass)"
 					 " FROM pg_catalog.pg_attribute a"
-					 " WHERE a.atttypid = '%s.fence_token'::pg_catalog.regtype"
-					 " AND a.attnum > 0 AND NOT a.attisdropped"
+					 " WHERE a.atttypid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
+					 " AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped"
 					 " AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d"
-					 "  WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
-					 "  AND d.objid = a.attrelid AND d.deptype = 'e')"
+					 "  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 "  AND d.objid OPERATOR(pg_catalog.=) a.attrelid"
+					 "  AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.\"char\")"
 					 " UNION ALL"
 					 " SELECT pg_catalog.format('trigger %%I on table %%s', t.tgname, t.tgrelid::pg_catalog.regclass)"
-					 " FROM pg_catalog.pg_trigger t WHERE t.tgfoid IN (%u, %u)"
+					 " FROM pg_catalog.pg_trigger t"
+					 " WHERE t.tgfoid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
+					 " OR t.tgfoid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
 					 " LIMIT 1",
-					 nspname, funcs->guard, funcs->truncate_guard);
+					 fence_token_type(funcs->extnsp), funcs->guard, funcs->truncate_guard);
 	if (SPI_execute(sql.data, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute failed: %s", sql.data);
 	if (SPI_processed == 0)
