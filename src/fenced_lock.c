@@ -48,11 +48,11 @@
  * the transaction only and given back when it ends, commit or abort, for
  * pooled connections where session state would pass to the next client.
  * That release runs where PostgreSQL allows no error and no cancel (after
- * commit, interrupts held): redis_commands_noerror, bounded by the
- * timeouts, a failure being a WARNING and the lock left to its TTL.  So
- * do DISCARD ALL (a pooler's reset) for every lease of the session, and
- * backend exit, from a before_shmem_exit callback; each sends its
- * releases together, one pipeline under one command timeout.  Owners of
+ * commit, interrupts held): redis_commands_noerror, bounded by
+ * fencing.redis_release_timeout, a failure being a WARNING and the lock
+ * left to its TTL.  So do DISCARD ALL (a pooler's reset) for every lease
+ * of the session, and backend exit, from a before_shmem_exit callback;
+ * each sends its releases together, one pipeline within that time.  Owners of
  * unknown-outcome attempts of a transaction lease are given back with it,
  * never kept for the session's later calls, which may be another
  * client's.

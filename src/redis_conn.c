@@ -1582,6 +1582,14 @@ redis_command_if_connected(int argc, const char **argv)
 	return result;
 }
 
+/* One line for a WARNING: a failure's message and detail. */
+static char *
+redis_error_line(const RedisError *err)
+{
+	return err->detail ? psprintf("%s: %s", err->message, err->detail) :
+		err->message;
+}
+
 /*
  * redis_commands_noerror
  *		Send ncommands commands, pipelined, connecting first if need be,
@@ -1589,43 +1597,85 @@ redis_command_if_connected(int argc, const char **argv)
  *		PostgreSQL holds interrupts and turns any ERROR into FATAL.
  *
  * Interrupts are held throughout, so that neither a cancel nor
- * pg_terminate_backend cuts the call short; fencing.redis_connect_timeout
- * bounds the connect (and each of AUTH and SELECT after it), and one
- * fencing.redis_command_timeout all the commands together, from the first
- * byte sent to the last reply.  On success replies[i] is the reply to
- * command i, which may be an error reply; on failure the connection is
- * dropped, false is returned, replies[i] is NULL for every reply not read
- * and *failure describes the failure in one line, for the caller's
- * WARNING.  In Cluster mode the commands may belong to different nodes:
- * each is sent on its own to the node of its keys (redis_send), within
- * its own command timeout.
+ * pg_terminate_backend cuts the call short; the whole call, connect
+ * included, ends within fencing.redis_release_timeout (a superuser's
+ * setting: the connect and command timeouts are the user's, and would
+ * otherwise decide how long a backend ignores termination), and the
+ * connect and command timeouts apply within it.  On success replies[i] is
+ * the reply to command i, which may be an error reply; on failure false
+ * is returned, the connection is dropped, replies[i] is NULL for every
+ * reply not read and *failure describes the first failure in one line,
+ * for the caller's WARNING.  In Cluster mode the commands may belong to
+ * different nodes: each is sent on its own to the node of its keys
+ * (redis_send), within what is left of the time, and a node that fails
+ * does not keep the commands of the others from being sent.
  */
 bool
 redis_commands_noerror(int ncommands, const int *argc, const char ***argv,
 					   RedisValue **replies, char **failure)
 {
+	int			connect_timeout = redis_connect_timeout;
+	int			command_timeout = redis_command_timeout;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   redis_release_timeout);
 	RedisError	err;
-	bool		ok = false;
+	bool		ok = true;
 	int			c;
 
 	for (c = 0; c < ncommands; c++)
 		replies[c] = NULL;
+	*failure = NULL;
 	HOLD_INTERRUPTS();
-	if (redis_cluster_enabled())
+	PG_TRY();
 	{
-		/* each to the node of its keys, one after the other */
-		ok = true;
-		for (c = 0; c < ncommands && ok; c++)
-			ok = (replies[c] = redis_send(argc[c], argv[c], redis_command_timeout,
-										  false, &err)) != NULL;
+		for (c = 0; c < ncommands; c++)
+		{
+			long		remaining;
+
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+														deadline);
+			if (remaining <= 0)
+			{
+				ok = false;
+				if (*failure == NULL)
+					*failure = psprintf("fencing.redis_release_timeout (%d ms) ran out",
+										redis_release_timeout);
+				break;
+			}
+
+			/* the user's timeouts, within what is left */
+			redis_connect_timeout = (int) Min(connect_timeout, remaining);
+			redis_command_timeout = (int) Min(command_timeout, remaining);
+			if (redis_cluster_enabled())
+			{
+				/* each to the node of its keys, one after the other */
+				replies[c] = redis_send(argc[c], argv[c], redis_command_timeout,
+										false, &err);
+				if (replies[c] == NULL)
+				{
+					ok = false;
+					if (*failure == NULL)
+						*failure = redis_error_line(&err);
+				}
+				continue;
+			}
+			if (!redis_ensure_connected(false, &err) ||
+				!redis_exchange_many(ncommands, argc, argv, replies,
+									 redis_command_timeout, false, false, &err))
+			{
+				ok = false;
+				*failure = redis_error_line(&err);
+			}
+			break;
+		}
 	}
-	else if (redis_ensure_connected(false, &err))
-		ok = redis_exchange_many(ncommands, argc, argv, replies,
-								 redis_command_timeout, false, false, &err);
+	PG_FINALLY();
+	{
+		redis_connect_timeout = connect_timeout;
+		redis_command_timeout = command_timeout;
+	}
+	PG_END_TRY();
 	RESUME_INTERRUPTS();
-	if (!ok)
-		*failure = err.detail ? psprintf("%s: %s", err.message, err.detail) :
-			err.message;
 	return ok;
 }
 

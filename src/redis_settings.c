@@ -32,6 +32,8 @@
 #define REDIS_MAX_CONNECT_TIMEOUT		60000	/* ms */
 #define REDIS_DEFAULT_COMMAND_TIMEOUT	1000	/* ms */
 #define REDIS_MAX_COMMAND_TIMEOUT		3600000 /* ms */
+#define REDIS_DEFAULT_RELEASE_TIMEOUT	2000	/* ms */
+#define REDIS_MAX_RELEASE_TIMEOUT		60000	/* ms */
 #define REDIS_MAX_HOST_LEN				253
 #define REDIS_MAX_USERNAME_LEN			512
 
@@ -44,6 +46,7 @@ char	   *redis_password_file = NULL;
 int			redis_database = 0;
 int			redis_connect_timeout = REDIS_DEFAULT_CONNECT_TIMEOUT;
 int			redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
+int			redis_release_timeout = REDIS_DEFAULT_RELEASE_TIMEOUT;
 
 /* See redis_settings.h. */
 uint64		redis_settings_generation = 0;
@@ -268,6 +271,20 @@ redis_settings_init(void)
 							&redis_command_timeout,
 							REDIS_DEFAULT_COMMAND_TIMEOUT, 1, REDIS_MAX_COMMAND_TIMEOUT,
 							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	/*
+	 * Releases after commit, at DISCARD ALL and at exit run with interrupts
+	 * held: a user's long command timeout must not make a backend deaf to
+	 * pg_terminate_backend and to shutdown, hence a superuser's cap.
+	 */
+	DefineCustomIntVariable("fencing.redis_release_timeout",
+							"Longest time the releases PostgreSQL cannot interrupt may take, connecting included.",
+							"Applies to the lock releases after commit or abort (fenced_acquire_xact), at DISCARD ALL and at backend exit, which ignore cancel and termination; within it the connect and command timeouts apply as well.  Valid range is 1 ms to 60 s.",
+							&redis_release_timeout,
+							REDIS_DEFAULT_RELEASE_TIMEOUT, 1, REDIS_MAX_RELEASE_TIMEOUT,
+							PGC_SUSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

@@ -27,6 +27,7 @@ extern char *redis_password_file;
 extern int	redis_database;
 extern int	redis_connect_timeout;	/* ms */
 extern int	redis_command_timeout;	/* ms */
+extern int	redis_release_timeout;	/* ms */
 
 /*
  * Bumped whenever a setting that names the server or the credentials

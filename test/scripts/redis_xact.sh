@@ -200,6 +200,21 @@ expect_match "an abort with Redis frozen: the error, then a WARNING" "$R" \
 check "bounded by the command timeout too ($abort_ms ms)" test "$abort_ms" -lt 1300
 sess a "ROLLBACK;"
 
+# a user's long command timeout does not make the release after commit
+# (interrupts held: no cancel, no pg_terminate_backend) last as long:
+# fencing.redis_release_timeout, a superuser's setting, bounds it
+sess a "SET fencing.redis_command_timeout = '20s';"
+sess a "BEGIN; SELECT fenced_acquire_xact('x:29') IS NOT NULL;"
+kill -STOP "$REDIS_PID"
+sess a "COMMIT;"
+release_ms=$T
+kill -CONT "$REDIS_PID"
+expect_match "COMMIT with Redis frozen and a 20 s command timeout: a WARNING" "$R" \
+	'WARNING:  could not release the Redis lock on resource "x:29"'
+check "bounded by fencing.redis_release_timeout, 2 s by default (COMMIT took $release_ms ms)" \
+	test "$release_ms" -ge 1500 -a "$release_ms" -lt 5000
+sess a "SET fencing.redis_command_timeout = '300ms';"
+
 # an attempt whose outcome is unknown is given back with the transaction
 sess a "BEGIN;"
 kill -STOP "$REDIS_PID"
