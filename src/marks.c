@@ -65,6 +65,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -224,8 +225,18 @@ marks_relcache_callback(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == marks_relid_cache)
 	{
+		int			i;
+
 		marks_relid_cache = InvalidOid;
 		marks_shape_checked = false;
+
+		/*
+		 * The table may have been truncated or rewritten: a remembered
+		 * version's address may now hold another row, so look marks up
+		 * again.
+		 */
+		for (i = 0; i < CHECKED_SLOTS; i++)
+			ItemPointerSetInvalid(&checked[i].version);
 	}
 }
 
@@ -630,6 +641,18 @@ marks_created_in_subxact(HeapTuple tuple)
 }
 
 /*
+ * Whether a raise may overwrite the mark version tuple in place: this
+ * subtransaction created it, and logical decoding, which skips in-place
+ * updates, is off (wal_level below logical), so that a publication of the
+ * marks table carries every raise.
+ */
+static bool
+marks_may_overwrite(HeapTuple tuple)
+{
+	return !XLogLogicalInfoActive() && marks_created_in_subxact(tuple);
+}
+
+/*
  * Overwrite the token and time of the mark version tuple, which this
  * subtransaction created, in place.  The stored copy is modified rather
  * than a new tuple formed: the stored name may be compressed, and the
@@ -676,7 +699,7 @@ marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 	LockTupleMode lockmode;
 	TM_Result	result;
 
-	if (marks_created_in_subxact(tuple))
+	if (marks_may_overwrite(tuple))
 	{
 		marks_overwrite(m->heap, tuple, token, moved_at);
 		*version = tuple->t_self;
@@ -841,7 +864,7 @@ marks_raise_held(CheckedSlot *slot, FenceToken token)
 			 ItemPointerGetOffsetNumber(&slot->version));
 	copy = heap_copytuple(&tuple);
 	ReleaseBuffer(buffer);
-	current = marks_created_in_subxact(copy) &&
+	current = marks_may_overwrite(copy) &&
 		((copy->t_data->t_infomask & HEAP_XMAX_INVALID) ||
 		 HEAP_XMAX_IS_LOCKED_ONLY(copy->t_data->t_infomask));
 	if (current)

@@ -128,6 +128,19 @@ expect_eq "a mark forgotten on the publisher stays on the subscriber" "60" \
 expect_eq "replication still runs after all of it" "t" \
 	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")"
 
+# A mark raised several times in one transaction: under wal_level =
+# logical every raise is a new version, which logical decoding sees (an
+# in-place raise would not be decoded, and the subscriber would get 70).
+pub >/dev/null <<'SQL'
+BEGIN;
+SELECT fence_advance('double:x', 70);
+SELECT fence_advance('double:x', 80);
+SELECT fence_advance('double:x', 90);
+COMMIT;
+SQL
+expect_eq "a mark raised three times in one transaction reaches the subscriber at its last token" "90" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'double:x'" 90)"
+
 # Outside the apply worker, the marks table's trigger changes nothing.
 expect_eq "a superuser's own write to the marks table passes the trigger" "1" \
 	"$(sub -c "DELETE FROM fence_high_water WHERE resource = 'shared:x' RETURNING 1")"
