@@ -121,6 +121,19 @@ BEGIN;
 DROP EXTENSION fencing CASCADE;
 ROLLBACK;
 DROP TABLE accounts;
+-- a domain over fence_token, and an array of it, would go too
+CREATE DOMAIN account_token AS fence_token;
+CREATE TABLE accounts (id int, tok account_token);
+BEGIN;
+DROP EXTENSION fencing CASCADE;
+ROLLBACK;
+DROP TABLE accounts;
+DROP DOMAIN account_token;
+CREATE TABLE accounts (id int, toks fence_token[]);
+BEGIN;
+DROP EXTENSION fencing CASCADE;
+ROLLBACK;
+DROP TABLE accounts;
 -- with nothing outside the extension using it, CASCADE is allowed
 BEGIN;
 DROP EXTENSION fencing CASCADE;

@@ -446,14 +446,22 @@ ddl_drop_extension(DropStmt *stmt, GuardFuncs *funcs)
 	 * Run as whoever drops the extension, usually a superuser: every
 	 * operator is qualified, so that none found through the search_path
 	 * can stand in for pg_catalog's, and the type and functions are passed
-	 * by OID.  Members of extensions, this one's marks table among them,
-	 * are left out: they go with their extension.
+	 * by OID.  Columns of domains over fence_token and of arrays of it
+	 * count too (CASCADE drops those types); members of extensions, this
+	 * one's marks table among them, are left out: they go with their
+	 * extension.
 	 */
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "SELECT pg_catalog.format('column %%I of table %%s', a.attname, a.attrelid::pg_catalog.regclass)"
-					 " FROM pg_catalog.pg_attribute a"
-					 " WHERE a.atttypid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
+					 "WITH RECURSIVE token_type(oid) AS ("
+					 "  SELECT %u::pg_catalog.oid"
+					 "  UNION"
+					 "  SELECT y.oid FROM pg_catalog.pg_type y, token_type t"
+					 "  WHERE y.typbasetype OPERATOR(pg_catalog.=) t.oid"
+					 "  OR y.typelem OPERATOR(pg_catalog.=) t.oid)"
+					 " SELECT pg_catalog.format('column %%I of table %%s', a.attname, a.attrelid::pg_catalog.regclass)"
+					 " FROM pg_catalog.pg_attribute a, token_type t"
+					 " WHERE a.atttypid OPERATOR(pg_catalog.=) t.oid"
 					 " AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped"
 					 " AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d"
 					 "  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
