@@ -46,6 +46,23 @@ fence_token_type(Oid extnsp)
 }
 
 /*
+ * fence_token_from_cstring
+ *		Parse the text of a token, as fence_token's input function does;
+ *		false, without an error, if str is not one.  For text that comes
+ *		from elsewhere than a user (a Redis reply), whose caller reports it.
+ */
+bool
+fence_token_from_cstring(const char *str, FenceToken *token)
+{
+	int64_t		value;
+
+	if (token_parse(str, &value) != TOKEN_PARSE_OK)
+		return false;
+	*token = (FenceToken) value;
+	return true;
+}
+
+/*
  * fence_token_to_cstring
  *		Write the decimal text of a token into buf, which must hold
  *		FENCE_TOKEN_TEXT_LEN bytes, and return buf.

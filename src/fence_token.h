@@ -12,6 +12,7 @@
 #define FENCE_TOKEN_H
 
 #include "fmgr.h"
+#include "token_parse.h"			/* FENCE_TOKEN_MAX */
 
 typedef int64 FenceToken;
 
@@ -24,6 +25,7 @@ typedef int64 FenceToken;
 #define FENCE_TOKEN_TEXT_LEN		21
 
 extern char *fence_token_to_cstring(FenceToken token, char *buf);
+extern bool fence_token_from_cstring(const char *str, FenceToken *token);
 extern Oid	fence_token_type(Oid extnsp);
 
 #endif							/* FENCE_TOKEN_H */

@@ -87,7 +87,6 @@
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "token_parse.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -712,12 +711,12 @@ leases_prune(TimestampTz now)
 static FenceToken
 fenced_parse_token(const RedisValue *v, const char *what)
 {
-	int64_t		token;
+	FenceToken	token = 0;
 
 	if (v->type != REDIS_VALUE_STRING ||
-		token_parse(v->str, &token) != TOKEN_PARSE_OK)
+		!fence_token_from_cstring(v->str, &token))
 		redis_unexpected(acquire_script.name, what, v);
-	return (FenceToken) token;
+	return token;
 }
 
 /*
