@@ -43,27 +43,6 @@
 static char *fencing_redis_cluster_nodes = NULL;
 
 /*
- * check_redis_cluster_nodes
- *		Empty (no Cluster mode), or a valid list of host:port.
- */
-static bool
-check_redis_cluster_nodes(char **newval, void **extra, GucSource source)
-{
-	RedisHostPort addrs[REDIS_MAX_HOSTPORTS];
-	int			naddrs;
-	const char *why;
-
-	if (*newval == NULL)
-		return true;
-	if (!redis_parse_hostports(*newval, addrs, &naddrs, &why))
-	{
-		GUC_check_errdetail("%s", why);
-		return false;
-	}
-	return true;
-}
-
-/*
  * Assign hook: connections made under the old settings are replaced, and
  * the map, which may be another cluster's, is forgotten.
  */
@@ -90,7 +69,7 @@ redis_cluster_init(void)
 							   "",
 							   PGC_SUSET,
 							   0,
-							   check_redis_cluster_nodes, cluster_settings_changed, NULL);
+							   check_redis_hostport_list, cluster_settings_changed, NULL);
 }
 
 /* Whether calls are to be routed through a Redis Cluster. */

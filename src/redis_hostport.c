@@ -105,3 +105,25 @@ redis_parse_hostports(const char *list, RedisHostPort *addrs, int *naddrs,
 	return true;
 }
 
+
+/*
+ * check_redis_hostport_list
+ *		Check hook of fencing.redis_sentinels and fencing.redis_cluster_nodes:
+ *		empty (the mode is off), or a valid list of host:port.
+ */
+bool
+check_redis_hostport_list(char **newval, void **extra, GucSource source)
+{
+	RedisHostPort addrs[REDIS_MAX_HOSTPORTS];
+	int			naddrs;
+	const char *why;
+
+	if (*newval == NULL)
+		return true;
+	if (!redis_parse_hostports(*newval, addrs, &naddrs, &why))
+	{
+		GUC_check_errdetail("%s", why);
+		return false;
+	}
+	return true;
+}

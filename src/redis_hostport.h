@@ -12,6 +12,8 @@
 #ifndef REDIS_HOSTPORT_H
 #define REDIS_HOSTPORT_H
 
+#include "utils/guc.h"
+
 #define REDIS_MAX_HOSTPORTS			16
 #define REDIS_HOSTPORT_MAX_HOST		253
 
@@ -24,5 +26,7 @@ typedef struct RedisHostPort
 
 extern bool redis_parse_hostports(const char *list, RedisHostPort *addrs,
 								  int *naddrs, const char **why);
+extern bool check_redis_hostport_list(char **newval, void **extra,
+									  GucSource source);
 
 #endif							/* REDIS_HOSTPORT_H */

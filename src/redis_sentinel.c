@@ -86,27 +86,6 @@ static char *fencing_redis_sentinel_master = NULL;
 static char *fencing_redis_sentinel_password_file = NULL;
 
 /*
- * check_redis_sentinels
- *		Empty (no Sentinel mode), or a valid list of host:port.
- */
-static bool
-check_redis_sentinels(char **newval, void **extra, GucSource source)
-{
-	RedisHostPort addrs[REDIS_MAX_HOSTPORTS];
-	int			naddrs;
-	const char *why;
-
-	if (*newval == NULL)
-		return true;
-	if (!redis_parse_hostports(*newval, addrs, &naddrs, &why))
-	{
-		GUC_check_errdetail("%s", why);
-		return false;
-	}
-	return true;
-}
-
-/*
  * check_redis_sentinel_master
  *		A master name as Sentinel configurations spell them.
  */
@@ -175,7 +154,7 @@ redis_sentinel_init(void)
 							   "",
 							   PGC_SUSET,
 							   0,
-							   check_redis_sentinels, sentinel_settings_changed, NULL);
+							   check_redis_hostport_list, sentinel_settings_changed, NULL);
 
 	DefineCustomStringVariable("fencing.redis_sentinel_master",
 							   "Name under which the Redis Sentinels monitor the primary.",
