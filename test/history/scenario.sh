@@ -158,6 +158,24 @@ sabotage() {
 	q -c "$2" >/dev/null
 }
 
+# check_failover_history LABEL: after the two faults of a failover
+# scenario (LABEL, then kill -9), the history ran to its end and is clean:
+# no violation, nothing lost, no token granted twice, and writes committed
+# after each fault.
+check_failover_history() {
+	wait "$run_pid"
+	check "clients ran to the end" test $? -eq 0
+	sabotage "lose a committed write" "DELETE FROM hist_log WHERE id = (SELECT max(id) FROM hist_log)"
+	check_history "$work/h" --after-file "$work/failover" --after-file "$work/killed"
+	check "history is clean across both failovers (no violation, nothing lost, no token twice)" test $? -eq 0
+	check "no token issued twice, written or not" test "$(fig "$work/h/summary.json" shared_grants)" -eq 0
+	check "writes committed after $1" \
+		test "$(fig "$work/h/summary.json" "committed_after['failover']")" -gt 0
+	check "writes committed after the kill" \
+		test "$(fig "$work/h/summary.json" "committed_after['killed']")" -gt 0
+	echo "# error codes: $(fig "$work/h/summary.json" error_codes)"
+}
+
 case $name in
 seq | redis | long)
 	source=seq
@@ -424,17 +442,7 @@ sentinel-failover)
 	check "acquisitions from the new primary after kill -9" test -n "$ms"
 	echo "# kill -9 of the primary: first acquisition from the new primary after ${ms:-?} ms"
 	check "the killed node restarts" topology_node_restart "$old"
-	wait "$run_pid"
-	check "clients ran to the end" test $? -eq 0
-	sabotage "lose a committed write" "DELETE FROM hist_log WHERE id = (SELECT max(id) FROM hist_log)"
-	check_history "$work/h" --after-file "$work/failover" --after-file "$work/killed"
-	check "history is clean across both failovers (no violation, nothing lost, no token twice)" test $? -eq 0
-	check "no token issued twice, written or not" test "$(fig "$work/h/summary.json" shared_grants)" -eq 0
-	check "writes committed after SENTINEL FAILOVER" \
-		test "$(fig "$work/h/summary.json" "committed_after['failover']")" -gt 0
-	check "writes committed after the kill" \
-		test "$(fig "$work/h/summary.json" "committed_after['killed']")" -gt 0
-	echo "# error codes: $(fig "$work/h/summary.json" error_codes)"
+	check_failover_history "SENTINEL FAILOVER"
 	;;
 
 cluster-failover)
@@ -501,17 +509,7 @@ cluster-failover)
 	check "acquisitions from the new primary after kill -9" test -n "$ms"
 	echo "# kill -9 of a primary: first acquisition from the new primary after ${ms:-?} ms"
 	check "the killed node restarts" topology_node_restart "$old"
-	wait "$run_pid"
-	check "clients ran to the end" test $? -eq 0
-	sabotage "lose a committed write" "DELETE FROM hist_log WHERE id = (SELECT max(id) FROM hist_log)"
-	check_history "$work/h" --after-file "$work/failover" --after-file "$work/killed"
-	check "history is clean across both failovers (no violation, nothing lost, no token twice)" test $? -eq 0
-	check "no token issued twice, written or not" test "$(fig "$work/h/summary.json" shared_grants)" -eq 0
-	check "writes committed after CLUSTER FAILOVER" \
-		test "$(fig "$work/h/summary.json" "committed_after['failover']")" -gt 0
-	check "writes committed after the kill" \
-		test "$(fig "$work/h/summary.json" "committed_after['killed']")" -gt 0
-	echo "# error codes: $(fig "$work/h/summary.json" error_codes)"
+	check_failover_history "CLUSTER FAILOVER"
 	;;
 
 *)
