@@ -259,20 +259,8 @@ cluster_failover() { redis-cli -p "$(replica_of "$FAILOVER_OLD")" CLUSTER FAILOV
 failover "CLUSTER FAILOVER" cluster_failover
 check "the cluster settles" topology_cluster_settled
 
-# the primary is killed mid-call: it holds every client (CLIENT PAUSE),
-# the session's call waits for its reply, and the primary gets SIGKILL
-kill_primary() {
-	local killer
-	KILLED=$FAILOVER_OLD
-	redis-cli -p "$KILLED" CLIENT PAUSE 5000 ALL >/dev/null
-	(sleep 0.3 && kill -KILL "${NODE_PID[$KILLED]}") &
-	killer=$!
-	sess a "SELECT fenced_acquire('c:fo', ttl => '500ms');"
-	expect "the primary killed mid-call: TF101" "$S" "TF101"
-	expect_match "the connection was lost" "$R" "lost connection to Redis server at \"127\.0\.0\.1:$KILLED\""
-	wait "$killer"
-	topology_node_kill "$KILLED"
-}
+# the primary is killed in the middle of a call (kill_mid_call)
+kill_primary() { kill_mid_call "$FAILOVER_OLD" c:fo; }
 failover "kill -9 of a primary" kill_primary
 check "the killed node comes back" topology_node_restart "$KILLED"
 check "the cluster settles" topology_cluster_settled

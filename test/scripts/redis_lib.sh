@@ -144,3 +144,21 @@ sess_close() {
 	exec {fd}>&-
 	wait "${SESS_PID[$1]}" 2>/dev/null
 }
+
+# kill_mid_call PORT RESOURCE: session a's fenced_acquire(RESOURCE) is in
+# the middle of its call when the node on PORT (a topology node, see
+# test/lib/topology.sh) gets SIGKILL: the node holds every client (CLIENT
+# PAUSE), the call waits for its reply, and the error must be TF101, a
+# lost connection.  Sets KILLED to PORT.
+kill_mid_call() {
+	local killer
+	KILLED=$1
+	redis-cli -p "$KILLED" CLIENT PAUSE 5000 ALL >/dev/null
+	(sleep 0.3 && kill -KILL "${NODE_PID[$KILLED]}") &
+	killer=$!
+	sess a "SELECT fenced_acquire('$2', ttl => '500ms');"
+	expect "the primary killed mid-call: TF101" "$S" "TF101"
+	expect_match "the connection was lost" "$R" "lost connection to Redis server at \"127\.0\.0\.1:$KILLED\""
+	wait "$killer"
+	topology_node_kill "$KILLED"
+}

@@ -189,20 +189,8 @@ sess a "SELECT failovers FROM fence_stat_redis;"
 check "the session's move to the new primary is counted in fence_stat_redis.failovers ($R)" test "${R:-0}" -ge 1
 check "the topology settles again" topology_sentinel_settled
 
-# the primary is killed mid-call: it holds every client (CLIENT PAUSE),
-# the session's call waits for its reply, and the primary gets SIGKILL
-kill_primary() {
-	local killer
-	KILLED=$SENTINEL_PRIMARY
-	redis-cli -p "$KILLED" CLIENT PAUSE 5000 ALL >/dev/null
-	(sleep 0.3 && kill -KILL "${NODE_PID[$KILLED]}") &
-	killer=$!
-	sess a "SELECT fenced_acquire('s:fo', ttl => '500ms');"
-	expect "the primary killed mid-call: TF101" "$S" "TF101"
-	expect_match "the connection was lost" "$R" "lost connection to Redis server at \"127\.0\.0\.1:$KILLED\""
-	wait "$killer"
-	topology_node_kill "$KILLED"
-}
+# the primary is killed in the middle of a call (kill_mid_call)
+kill_primary() { kill_mid_call "$SENTINEL_PRIMARY" s:fo; }
 failover "kill -9 of the primary" kill_primary
 check "the killed node comes back" topology_node_restart "$KILLED"
 check "as a replica of the new primary" topology_sentinel_settled
