@@ -16,27 +16,11 @@ set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 
 harness_start_pg
 harness_tmpdir workdir
-
-# Run SQL in a database, stopping at the first error; unaligned output.
-sql() {
-	local db=$1
-	shift
-	psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"
-}
-
-# The SQLSTATE a statement ends with in a database ("00000" on success).
-# The server's message goes to the log, which is shown on failure.
-sqlstate_of() {
-	local db=$1 stmt=$2
-	{
-		printf '%s;\n' "$stmt"
-		printf '\\echo SQLSTATE=:SQLSTATE\n'
-	} | psql -X -q -A -t -v ON_ERROR_STOP=0 -d "$db" 2>>"$workdir/statements.log" |
-		sed -n 's/^SQLSTATE=//p'
-}
+STATEMENTS_LOG=$workdir/statements.log
 
 # The marks, one "resource|token|moved_at" line each, in a fixed order.
 marks_of() {

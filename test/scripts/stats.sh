@@ -17,16 +17,12 @@ set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 
 harness_start_redis
 harness_start_pg "shared_preload_libraries = 'fencing'" \
 	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT"
 
-sql() {
-	local db=$1
-	shift
-	psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"
-}
 # Run a statement that may fail; its error is not shown.
 try() {
 	psql -X -q -A -t -d "$1" -c "$2" >/dev/null 2>&1 || true

@@ -37,9 +37,11 @@ set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 
 harness_start_pg
 harness_tmpdir workdir
+STATEMENTS_LOG=$workdir/statements.log
 
 # Assert that two files are equal; show the diff when they are not.
 expect_same_file() {
@@ -52,22 +54,6 @@ expect_same_file() {
 	fi
 }
 
-# Run SQL in a database, stopping at the first error; unaligned output.
-sql() {
-	local db=$1
-	shift
-	psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$db" "$@"
-}
-
-# The SQLSTATE a statement ends with in a database ("00000" on success).
-sqlstate_of() {
-	local db=$1 stmt=$2
-	{
-		printf '%s;\n' "$stmt"
-		printf '\\echo SQLSTATE=:SQLSTATE\n'
-	} | psql -X -q -A -t -v ON_ERROR_STOP=0 -d "$db" 2>>"$workdir/statements.log" |
-		sed -n 's/^SQLSTATE=//p'
-}
 
 # A new database, with a table access method heap_copy (heap's handler
 # under another name): the old installs below create their marks table
