@@ -29,6 +29,7 @@ OBJS = \
 	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \
+	src/session_state.o \
 	src/stats.o \
 	src/token_parse.o
 

@@ -84,6 +84,7 @@
 #include "redis_conn.h"
 #include "resource_map.h"
 #include "resource_name.h"
+#include "session_state.h"
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -1414,6 +1415,7 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 Datum
 fenced_acquire(PG_FUNCTION_ARGS)
 {
+	session_state_check("fenced_acquire()");
 	return fenced_acquire_common(fcinfo, false);
 }
 
