@@ -30,6 +30,7 @@ OBJS = \
 	src/resource_name.o \
 	src/resource_map.o \
 	src/session_state.o \
+	src/stale_hint.o \
 	src/stats.o \
 	src/token_parse.o
 

@@ -80,6 +80,7 @@
 #include "marks.h"
 #include "miscadmin.h"
 #include "resource_name.h"
+#include "stale_hint.h"
 #include "stats.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -902,7 +903,8 @@ marks_report_stale(const char *resource, const char *table,
 						   offered, current, trigger) :
 				 errdetail("Token %s is below the row's token %s.",
 						   offered, current),
-				 errhint("A newer lock holder has written this row; acquire the lock again for a new token.")));
+				 errhint("A newer lock holder has written this row; acquire the lock again for a new token."),
+				 stale_hint_token_sources(token, mark)));
 	ereport(ERROR,
 			(errcode(ERRCODE_FENCING_STALE_TOKEN),
 			 errmsg("stale fence token for resource \"%s\"", resource),
@@ -911,7 +913,8 @@ marks_report_stale(const char *resource, const char *table,
 					   offered, current) :
 			 errdetail("Token %s is below the current mark %s.",
 					   offered, current),
-			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token.")));
+			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token."),
+			 stale_hint_token_sources(token, mark)));
 }
 
 /*
