@@ -32,6 +32,7 @@ OBJS = \
 	src/session_state.o \
 	src/stale_hint.o \
 	src/stats.o \
+	src/stats_redis.o \
 	src/token_parse.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * stats.c
- *	  Counters of what the guard trigger did, per guarded table, and of
- *	  what the Redis functions did; the functions behind the views
- *	  fence_stat_tables, fence_stat_redis and fence_stat_info.
+ *	  Counters of what the guard trigger did, per guarded table; the
+ *	  functions behind the views fence_stat_tables and fence_stat_info,
+ *	  and fence_stat_reset().  The Redis functions' counters are in
+ *	  stats_redis.c.
  *
  * When the library is in shared_preload_libraries, the counters are
  * cluster-wide, in shared memory: a hash table with room for
@@ -21,18 +22,6 @@
  * rejected write aborts it); the lock is taken exclusively only to create
  * an entry.  So the views show a transaction's counts once it has ended.
  *
- * How long fenced_acquire() took to take a lock, waits for a busy lock
- * included, goes into a histogram of STATS_LATENCY_BUCKETS buckets, four
- * to each power of two of microseconds, so that a percentile read from it
- * is at most a quarter above the true one.
- *
- * The Redis counters are counted at once (in shared memory, with an
- * atomic addition: a Redis round trip costs far more).  Its errors are
- * counted by SQLSTATE as they are reported, in emit_log_hook, as
- * pg_stat_monitor counts errors: so an error a PL/pgSQL exception block
- * catches, or one that log_min_messages keeps out of the server log, is
- * not counted.
- *
  * IDENTIFICATION
  *	  src/stats.c
  *
@@ -40,15 +29,11 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "access/xact.h"
-#include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "port/pg_bitutils.h"
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -62,9 +47,6 @@
 #define STATS_SHARED_TABLES 1000
 
 #define STATS_LOCK_TRANCHE "fencing stats"
-
-/* Buckets of the acquisition time histogram: up to 2^32 us (71 minutes). */
-#define STATS_LATENCY_BUCKETS 128
 
 /* A guarded table; relid InvalidOid is the shared overflow entry. */
 typedef struct StatsKey
@@ -83,8 +65,6 @@ typedef struct SharedStats
 {
 	LWLock	   *lock;			/* entry creation and reset */
 	TimestampTz reset_at;		/* under lock */
-	pg_atomic_uint64 redis[STATS_REDIS_NCOUNTERS];
-	pg_atomic_uint64 latency[STATS_LATENCY_BUCKETS];
 } SharedStats;
 
 /* Counts of one table: the statistics in local mode, pending in shared. */
@@ -96,7 +76,6 @@ typedef struct LocalStatsEntry
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static emit_log_hook_type prev_emit_log_hook = NULL;
 
 /* Set in shared mode, by the startup hook in the postmaster. */
 static SharedStats *shared = NULL;
@@ -104,8 +83,6 @@ static HTAB *shared_hash = NULL;
 
 static HTAB *local_hash = NULL;
 static TimestampTz local_reset_at = 0;
-static uint64 local_redis[STATS_REDIS_NCOUNTERS];
-static uint64 local_latency[STATS_LATENCY_BUCKETS];
 
 /* The entry of the table whose row the guard is checking, if it is. */
 static LocalStatsEntry *current = NULL;
@@ -115,16 +92,16 @@ static bool in_row = false;
 static bool pending = false;
 
 PG_FUNCTION_INFO_V1(fence_stat_tables_data);
-PG_FUNCTION_INFO_V1(fence_stat_redis_data);
 PG_FUNCTION_INFO_V1(fence_stat_info_data);
 PG_FUNCTION_INFO_V1(fence_stat_reset);
 
 static Size
 stats_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(SharedStats)),
-					hash_estimate_size(STATS_SHARED_TABLES + 1,
-									   sizeof(SharedStatsEntry)));
+	return add_size(add_size(MAXALIGN(sizeof(SharedStats)),
+							 hash_estimate_size(STATS_SHARED_TABLES + 1,
+												sizeof(SharedStatsEntry))),
+					stats_redis_shmem_size());
 }
 
 static void
@@ -159,15 +136,10 @@ stats_shmem_startup(void)
 	shared = ShmemInitStruct("fencing stats", sizeof(SharedStats), &found);
 	if (!found)
 	{
-		int			i;
-
 		shared->lock = &(GetNamedLWLockTranche(STATS_LOCK_TRANCHE))->lock;
 		shared->reset_at = GetCurrentTimestamp();
-		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
-			pg_atomic_init_u64(&shared->redis[i], 0);
-		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
-			pg_atomic_init_u64(&shared->latency[i], 0);
 	}
+	stats_redis_shmem_startup();
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
 	shared_hash = ShmemInitHash("fencing stats tables",
@@ -191,40 +163,6 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		in_row = false;
 }
 
-/* Count the Redis functions' errors by SQLSTATE as they are reported. */
-static void
-stats_emit_log(ErrorData *edata)
-{
-	if (edata->elevel >= ERROR)
-	{
-		switch (edata->sqlerrcode)
-		{
-			case ERRCODE_FENCING_REDIS_UNAVAILABLE:
-				stats_redis_count(STATS_REDIS_UNAVAILABLE);
-				break;
-			case ERRCODE_FENCING_REDIS_BUSY:
-				stats_redis_count(STATS_REDIS_BUSY_ERRORS);
-				break;
-			case ERRCODE_FENCING_REDIS_CLUSTER_CHANGING:
-				stats_redis_count(STATS_REDIS_CLUSTER_CHANGING);
-				break;
-			case ERRCODE_FENCING_REDIS_REFUSED:
-				stats_redis_count(STATS_REDIS_REFUSED);
-				break;
-			case ERRCODE_FENCING_REDIS_PROTOCOL:
-				stats_redis_count(STATS_REDIS_PROTOCOL);
-				break;
-			case ERRCODE_FENCING_REDIS_NOT_REPLICATED:
-				stats_redis_count(STATS_REDIS_NOT_REPLICATED);
-				break;
-			default:
-				break;
-		}
-	}
-	if (prev_emit_log_hook)
-		prev_emit_log_hook(edata);
-}
-
 /*
  * stats_init
  *		Count the Redis functions' errors, and ask for shared memory when
@@ -234,8 +172,7 @@ void
 stats_init(void)
 {
 	RegisterSubXactCallback(stats_subxact_callback, NULL);
-	prev_emit_log_hook = emit_log_hook;
-	emit_log_hook = stats_emit_log;
+	stats_redis_init();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
@@ -295,63 +232,6 @@ stats_row_accepted(Datum result)
 	current->counters[STATS_ACCEPTED]++;
 	in_row = false;
 	return result;
-}
-
-/*
- * stats_redis_count
- *		Count an event of the Redis functions.  Must not fail: it runs in
- *		emit_log_hook too.
- */
-void
-stats_redis_count(StatsRedisCounter counter)
-{
-	if (shared != NULL)
-		pg_atomic_fetch_add_u64(&shared->redis[counter], 1);
-	else
-		local_redis[counter]++;
-}
-
-/*
- * The histogram bucket of a time of us microseconds: 0 to 3 exactly, then
- * four buckets to each power of two.
- */
-static int
-stats_latency_bucket(uint64 us)
-{
-	int			msb;
-
-	if (us < 4)
-		return (int) us;
-	msb = pg_leftmost_one_pos64(us);
-	return Min(4 * (msb - 1) + (int) ((us >> (msb - 2)) & 3),
-			   STATS_LATENCY_BUCKETS - 1);
-}
-
-/* The upper bound of a histogram bucket, in microseconds. */
-static uint64
-stats_latency_upper(int bucket)
-{
-	if (bucket < 4)
-		return (uint64) bucket + 1;
-	return (uint64) (4 + bucket % 4 + 1) << (bucket / 4 - 1);
-}
-
-/*
- * stats_redis_acquired
- *		Count a lock fenced_acquire() took, in a call that began at
- *		started.
- */
-void
-stats_redis_acquired(TimestampTz started)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	int			bucket = stats_latency_bucket(now > started ? now - started : 0);
-
-	stats_redis_count(STATS_REDIS_ACQUIRED);
-	if (shared != NULL)
-		pg_atomic_fetch_add_u64(&shared->latency[bucket], 1);
-	else
-		local_latency[bucket]++;
 }
 
 /*
@@ -512,63 +392,6 @@ fence_stat_tables_data(PG_FUNCTION_ARGS)
 }
 
 /*
- * The upper bound, in milliseconds, of the histogram bucket holding the
- * fraction p of total; null if the histogram is empty.
- */
-static void
-stats_percentile(const uint64 *latency, uint64 total, double p,
-				 Datum *value, bool *isnull)
-{
-	uint64		rank = (uint64) ceil(p * total);
-	uint64		seen = 0;
-	int			i;
-
-	*isnull = total == 0;
-	if (total == 0)
-		return;
-	for (i = 0; i < STATS_LATENCY_BUCKETS - 1; i++)
-	{
-		seen += latency[i];
-		if (seen >= rank)
-			break;
-	}
-	*value = Float8GetDatum(stats_latency_upper(i) / 1000.0);
-}
-
-/*
- * fence_stat_redis_data()
- *		The counters of the Redis functions, in StatsRedisCounter order.
- */
-Datum
-fence_stat_redis_data(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	Datum		values[STATS_REDIS_NCOUNTERS + 2];
-	bool		nulls[STATS_REDIS_NCOUNTERS + 2] = {0};
-	uint64		latency[STATS_LATENCY_BUCKETS];
-	uint64		total = 0;
-	int			i;
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
-		values[i] = Int64GetDatum((int64) (shared != NULL ?
-										   pg_atomic_read_u64(&shared->redis[i]) :
-										   local_redis[i]));
-	for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
-	{
-		latency[i] = shared != NULL ?
-			pg_atomic_read_u64(&shared->latency[i]) : local_latency[i];
-		total += latency[i];
-	}
-	stats_percentile(latency, total, 0.50, &values[STATS_REDIS_NCOUNTERS],
-					 &nulls[STATS_REDIS_NCOUNTERS]);
-	stats_percentile(latency, total, 0.99, &values[STATS_REDIS_NCOUNTERS + 1],
-					 &nulls[STATS_REDIS_NCOUNTERS + 1]);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
-}
-
-/*
  * fence_stat_info_data()
  *		Where the counters are kept, how many tables the shared table holds
  *		and has room for, and when the counters were last reset.
@@ -617,13 +440,9 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 	{
 		HASH_SEQ_STATUS seq;
 		SharedStatsEntry *entry;
-		int			i;
 
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
-			pg_atomic_write_u64(&shared->redis[i], 0);
-		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
-			pg_atomic_write_u64(&shared->latency[i], 0);
+		stats_redis_reset();
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
@@ -642,8 +461,7 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 		local_hash = NULL;
 		current = NULL;
 		in_row = false;
-		memset(local_redis, 0, sizeof(local_redis));
-		memset(local_latency, 0, sizeof(local_latency));
+		stats_redis_reset();
 	}
 	local_reset_at = GetCurrentTimestamp();
 	PG_RETURN_VOID();

@@ -51,4 +51,10 @@ extern void stats_at_xact_end(void);
 extern void stats_redis_count(StatsRedisCounter counter);
 extern void stats_redis_acquired(TimestampTz started);
 
+/* Between stats.c and stats_redis.c */
+extern Size stats_redis_shmem_size(void);
+extern void stats_redis_shmem_startup(void);
+extern void stats_redis_init(void);
+extern void stats_redis_reset(void);
+
 #endif							/* FENCING_STATS_H */
