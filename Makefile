@@ -33,6 +33,7 @@ OBJS = \
 	src/stale_hint.o \
 	src/stats.o \
 	src/stats_redis.o \
+	src/stats_tables.o \
 	src/token_parse.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -2,14 +2,17 @@
  *
  * stats.c
  *	  Counters of what the guard trigger did, per guarded table; the
- *	  functions behind the views fence_stat_tables and fence_stat_info,
- *	  and fence_stat_reset().  The Redis functions' counters are in
- *	  stats_redis.c.
+ *	  function behind the view fence_stat_info, and fence_stat_reset().
+ *	  The view fence_stat_tables is read in stats_tables.c, the Redis
+ *	  functions' counters are in stats_redis.c.
  *
  * When the library is in shared_preload_libraries, the counters are
  * cluster-wide, in shared memory: a hash table with room for
- * STATS_SHARED_TABLES tables of all databases, plus one entry that counts
- * together every table that found it full.  Otherwise each backend counts
+ * fencing.stats_max_tables tables of all databases, plus one entry that
+ * counts together every table that found it full.  A partition counts as
+ * a table of its own: stats_tables.c adds partitions up to their root
+ * when the counters are read, and forgets the entries of tables and
+ * databases dropped since.  Otherwise each backend counts
  * its own writes, in local memory, and the views show that backend's.
  * Either way the counters start from zero when the server (or backend)
  * starts: PostgreSQL 15 has no custom cumulative statistics to keep them
@@ -21,6 +24,8 @@
  * atomic additions when the transaction ends, committed or not (a
  * rejected write aborts it); the lock is taken exclusively only to create
  * an entry.  So the views show a transaction's counts once it has ended.
+ * The time of a table's last rejection is kept as the latest of those
+ * added, with a compare-and-swap; it costs an accepted row nothing.
  *
  * IDENTIFICATION
  *	  src/stats.c
@@ -39,12 +44,10 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-
-/* Tables the shared hash table has room for, besides the overflow entry. */
-#define STATS_SHARED_TABLES 1000
 
 #define STATS_LOCK_TRANCHE "fencing stats"
 
@@ -59,6 +62,7 @@ typedef struct SharedStatsEntry
 {
 	StatsKey	key;
 	pg_atomic_uint64 counters[STATS_NCOUNTERS];
+	pg_atomic_uint64 last_rejected; /* a TimestampTz; 0: none */
 } SharedStatsEntry;
 
 typedef struct SharedStats
@@ -72,7 +76,14 @@ typedef struct LocalStatsEntry
 {
 	Oid			relid;
 	uint64		counters[STATS_NCOUNTERS];
+	TimestampTz last_rejected;	/* 0: none */
 } LocalStatsEntry;
+
+/*
+ * fencing.stats_max_tables: tables the shared hash table has room for,
+ * besides the overflow entry.
+ */
+static int	stats_max_tables = 1000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -91,7 +102,6 @@ static bool in_row = false;
 /* Whether local_hash holds counts not yet added to shared memory. */
 static bool pending = false;
 
-PG_FUNCTION_INFO_V1(fence_stat_tables_data);
 PG_FUNCTION_INFO_V1(fence_stat_info_data);
 PG_FUNCTION_INFO_V1(fence_stat_reset);
 
@@ -99,7 +109,7 @@ static Size
 stats_shmem_size(void)
 {
 	return add_size(add_size(MAXALIGN(sizeof(SharedStats)),
-							 hash_estimate_size(STATS_SHARED_TABLES + 1,
+							 hash_estimate_size(stats_max_tables + 1,
 												sizeof(SharedStatsEntry))),
 					stats_redis_shmem_size());
 }
@@ -120,6 +130,7 @@ stats_entry_init(SharedStatsEntry *entry)
 
 	for (i = 0; i < STATS_NCOUNTERS; i++)
 		pg_atomic_init_u64(&entry->counters[i], 0);
+	pg_atomic_init_u64(&entry->last_rejected, 0);
 }
 
 /* Create or attach to the shared counters, as pg_stat_statements does. */
@@ -143,7 +154,7 @@ stats_shmem_startup(void)
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
 	shared_hash = ShmemInitHash("fencing stats tables",
-								STATS_SHARED_TABLES + 1, STATS_SHARED_TABLES + 1,
+								stats_max_tables + 1, stats_max_tables + 1,
 								&info, HASH_ELEM | HASH_BLOBS);
 	if (!found)
 	{
@@ -175,6 +186,14 @@ stats_init(void)
 	stats_redis_init();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+	DefineCustomIntVariable("fencing.stats_max_tables",
+							"Guarded tables the shared counters have room for, in all databases.",
+							"Each partition takes an entry; the tables beyond are counted together.",
+							&stats_max_tables,
+							1000, 10, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = stats_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -202,7 +221,10 @@ stats_local_entry(Oid relid)
 	}
 	entry = hash_search(local_hash, &relid, HASH_ENTER, &found);
 	if (!found)
+	{
 		memset(entry->counters, 0, sizeof(entry->counters));
+		entry->last_rejected = 0;
+	}
 	return entry;
 }
 
@@ -242,8 +264,11 @@ stats_row_accepted(Datum result)
 void
 stats_count(StatsCounter counter)
 {
-	if (in_row)
-		current->counters[counter]++;
+	if (!in_row)
+		return;
+	current->counters[counter]++;
+	if (counter == STATS_REJECTED_STALE || counter == STATS_REJECTED_NO_TOKEN)
+		current->last_rejected = GetCurrentTimestamp();
 }
 
 /*
@@ -270,12 +295,12 @@ stats_flush(bool create)
 
 		for (i = 0; i < STATS_NCOUNTERS; i++)
 			any |= local->counters[i] > 0;
-		if (!any)
+		if (!any && local->last_rejected == 0)
 			continue;
 
 		entry = hash_search(shared_hash, &key, HASH_FIND, NULL);
 		if (entry == NULL && create &&
-			hash_get_num_entries(shared_hash) <= STATS_SHARED_TABLES)
+			hash_get_num_entries(shared_hash) <= stats_max_tables)
 		{
 			entry = hash_search(shared_hash, &key, HASH_ENTER_NULL, NULL);
 			if (entry != NULL)
@@ -297,6 +322,17 @@ stats_flush(bool create)
 			if (local->counters[i] > 0)
 				pg_atomic_fetch_add_u64(&entry->counters[i], local->counters[i]);
 			local->counters[i] = 0;
+		}
+		if (local->last_rejected != 0)
+		{
+			uint64		seen = pg_atomic_read_u64(&entry->last_rejected);
+
+			/* the latest wins; a failed exchange leaves seen updated */
+			while (seen < (uint64) local->last_rejected &&
+				   !pg_atomic_compare_exchange_u64(&entry->last_rejected, &seen,
+												   (uint64) local->last_rejected))
+				;
+			local->last_rejected = 0;
 		}
 	}
 	return done;
@@ -332,22 +368,34 @@ stats_at_xact_end(void)
 	}
 }
 
-/*
- * fence_stat_tables_data()
- *		The counters of every guarded table of this database, and in
- *		shared mode the overflow entry (relid 0) if it counted anything.
- */
-Datum
-fence_stat_tables_data(PG_FUNCTION_ARGS)
+/* Append one row to *rows, growing it as needed. */
+static StatsRow *
+stats_row_add(StatsRow **rows, int *nrows, int *room)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[1 + STATS_NCOUNTERS];
-	bool		nulls[1 + STATS_NCOUNTERS] = {0};
+	if (*nrows == *room)
+	{
+		*room *= 2;
+		*rows = repalloc(*rows, sizeof(StatsRow) * *room);
+	}
+	return &(*rows)[(*nrows)++];
+}
+
+/*
+ * stats_read
+ *		A copy of the counters, in the current memory context: in shared
+ *		mode those of this database's tables (with all_databases, of every
+ *		database's), and the overflow entry if it counted anything; else
+ *		this backend's.
+ */
+StatsRow *
+stats_read(bool all_databases, int *nrows)
+{
+	int			room = 64;
+	StatsRow   *rows = palloc(sizeof(StatsRow) * room);
 	HASH_SEQ_STATUS seq;
 	int			i;
 
-	InitMaterializedSRF(fcinfo, 0);
-
+	*nrows = 0;
 	if (shared != NULL)
 	{
 		SharedStatsEntry *entry;
@@ -356,21 +404,23 @@ fence_stat_tables_data(PG_FUNCTION_ARGS)
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
+			StatsRow   *row;
 			bool		any = false;
 
-			if (entry->key.dbid != MyDatabaseId && OidIsValid(entry->key.relid))
+			if (!all_databases && entry->key.dbid != MyDatabaseId &&
+				OidIsValid(entry->key.relid))
 				continue;
-			values[0] = ObjectIdGetDatum(entry->key.relid);
+			row = stats_row_add(&rows, nrows, &room);
+			row->dbid = entry->key.dbid;
+			row->relid = entry->key.relid;
 			for (i = 0; i < STATS_NCOUNTERS; i++)
 			{
-				uint64		n = pg_atomic_read_u64(&entry->counters[i]);
-
-				values[1 + i] = Int64GetDatum((int64) n);
-				any |= n > 0;
+				row->counters[i] = pg_atomic_read_u64(&entry->counters[i]);
+				any |= row->counters[i] > 0;
 			}
-			if (OidIsValid(entry->key.relid) || any)
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
-									 values, nulls);
+			row->last_rejected = (TimestampTz) pg_atomic_read_u64(&entry->last_rejected);
+			if (!OidIsValid(entry->key.relid) && !any)
+				(*nrows)--;
 		}
 		LWLockRelease(shared->lock);
 	}
@@ -381,14 +431,50 @@ fence_stat_tables_data(PG_FUNCTION_ARGS)
 		hash_seq_init(&seq, local_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
-			values[0] = ObjectIdGetDatum(entry->relid);
-			for (i = 0; i < STATS_NCOUNTERS; i++)
-				values[1 + i] = Int64GetDatum((int64) entry->counters[i]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
-								 values, nulls);
+			StatsRow   *row = stats_row_add(&rows, nrows, &room);
+
+			row->dbid = MyDatabaseId;
+			row->relid = entry->relid;
+			memcpy(row->counters, entry->counters, sizeof(row->counters));
+			row->last_rejected = entry->last_rejected;
 		}
 	}
-	return (Datum) 0;
+	return rows;
+}
+
+/*
+ * stats_forget
+ *		Drop the entries of the tables of rows whose dead[] is set: from
+ *		shared memory, or this backend's.
+ */
+void
+stats_forget(const StatsRow *rows, const bool *dead, int nrows)
+{
+	int			i;
+
+	if (shared != NULL)
+	{
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		for (i = 0; i < nrows; i++)
+		{
+			StatsKey	key = {rows[i].dbid, rows[i].relid};
+
+			if (dead[i] && OidIsValid(key.relid))
+				hash_search(shared_hash, &key, HASH_REMOVE, NULL);
+		}
+		LWLockRelease(shared->lock);
+	}
+	else if (local_hash != NULL)
+	{
+		for (i = 0; i < nrows; i++)
+		{
+			if (!dead[i] || !OidIsValid(rows[i].relid))
+				continue;
+			if (current != NULL && current->relid == rows[i].relid)
+				current = NULL;
+			hash_search(local_hash, &rows[i].relid, HASH_REMOVE, NULL);
+		}
+	}
 }
 
 /*
@@ -406,11 +492,12 @@ fence_stat_info_data(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
+	stats_forget_dropped();
 	if (shared != NULL)
 	{
 		LWLockAcquire(shared->lock, LW_SHARED);
 		values[0] = CStringGetTextDatum("shared");
-		values[1] = Int32GetDatum(STATS_SHARED_TABLES);
+		values[1] = Int32GetDatum(stats_max_tables);
 		values[2] = Int32GetDatum((int32) hash_get_num_entries(shared_hash) - 1);
 		values[3] = TimestampTzGetDatum(shared->reset_at);
 		LWLockRelease(shared->lock);
