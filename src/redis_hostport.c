@@ -105,6 +105,21 @@ redis_parse_hostports(const char *list, RedisHostPort *addrs, int *naddrs,
 	return true;
 }
 
+/*
+ * redis_format_target
+ *		A server as messages name it: "host:port", "[v6addr]:port", or the
+ *		path of a Unix socket.
+ */
+void
+redis_format_target(char *buf, size_t size, const char *host, int port)
+{
+	if (host[0] == '/')
+		strlcpy(buf, host, size);
+	else if (strchr(host, ':') != NULL)
+		snprintf(buf, size, "[%s]:%d", host, port);
+	else
+		snprintf(buf, size, "%s:%d", host, port);
+}
 
 /*
  * check_redis_hostport_list

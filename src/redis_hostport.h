@@ -26,6 +26,8 @@ typedef struct RedisHostPort
 
 extern bool redis_parse_hostports(const char *list, RedisHostPort *addrs,
 								  int *naddrs, const char **why);
+extern void redis_format_target(char *buf, size_t size, const char *host,
+								int port);
 extern bool check_redis_hostport_list(char **newval, void **extra,
 									  GucSource source);
 
