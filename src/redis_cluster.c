@@ -302,8 +302,9 @@ cluster_redirect_target(const char *text, const char *answered, int *slot,
  *		NULL on failure, described in *err, with that link closed.  The
  *		routing spends outer; the command has command_ms, within outer.
  *
- * A redirect is followed once: -MOVED updates the map and resends the
- * command to the node named; -ASK (a slot being migrated) sends ASKING and
+ * A redirect is followed once, to an address that passes the checks of
+ * redis_check_discovered (else nothing is sent there: TF105): -MOVED
+ * updates the map and resends the command to the node named; -ASK (a slot being migrated) sends ASKING and
  * the command to the node named, leaving the map alone.  The script cache
  * is per node: a NOSCRIPT from the new node comes back to redis_eval,
  * whose EVAL is a command of its own, with its own redirect.
@@ -319,6 +320,7 @@ redis_cluster_send(int argc, const char **argv, const RedisBudget *outer,
 	char	   *host;
 	int			port;
 	bool		ask;
+	const char *why;
 
 	if (link == NULL)
 		return NULL;
@@ -338,6 +340,16 @@ redis_cluster_send(int argc, const char **argv, const RedisBudget *outer,
 		!cluster_redirect_target(reply->str, link->host, &slot, &host, &port))
 		return reply;
 
+	if (!redis_check_discovered(host, port, redis_discovered_host_names, &why))
+	{
+		err->sent = false;
+		redis_error_set(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+						psprintf("Redis server at \"%s\" redirected to \"%s\", which fencing refuses",
+								 redis_link_target(link), strrchr(reply->str, ' ') + 1),
+						pstrdup(why),
+						pstrdup("Addresses from servers are checked like the settings; fencing.redis_discovered_host_names allows host names."));
+		return NULL;
+	}
 	stats_redis_count(STATS_REDIS_REDIRECTS);
 	if (!ask)
 		redis_cluster_set_slot(slot, host, port);

@@ -168,7 +168,8 @@ redis_cluster_forget_map(bool keep_nodes)
  *		is not one.
  *
  * Each entry is [first slot, last slot, [ip, port, id, ...], replicas...];
- * only the primary (the third element) is kept.  Slots no entry covers
+ * only the primary (the third element) is kept, and its address must pass
+ * the checks of redis_check_discovered.  Slots no entry covers
  * are served by no one (the cluster is incomplete): calls on them fail
  * until a later map covers them.
  */
@@ -190,6 +191,7 @@ redis_cluster_load_map(const RedisValue *slots, const char *queried_host,
 		const RedisValue *e = slots->elements[i];
 		const RedisValue *primary;
 		const char *host;
+		const char *refused;
 		int			n;
 
 		if (e->type != REDIS_VALUE_ARRAY || e->nelements < 3 ||
@@ -215,6 +217,14 @@ redis_cluster_load_map(const RedisValue *slots, const char *queried_host,
 			return false;
 		}
 		host = primary->elements[0]->len > 0 ? primary->elements[0]->str : queried_host;
+		if (primary->elements[0]->len > 0 &&
+			!redis_check_discovered(host, (int) primary->elements[1]->integer,
+									redis_discovered_host_names, &refused))
+		{
+			*why = psprintf("CLUSTER SLOTS names \"%s\", which fencing refuses: %s",
+							host, refused);
+			return false;
+		}
 		for (n = 0; n < nnodes; n++)
 			if (nodes[n].port == primary->elements[1]->integer &&
 				strcmp(nodes[n].host, host) == 0)

@@ -42,7 +42,8 @@
  * byte cap of its own: an answer is a few hundred bytes); it lives only
  * for its question and is always closed, on error paths too.
  *
- * Sentinels with requirepass get AUTH with the password of
+ * Sentinels with requirepass or ACL users get AUTH with
+ * fencing.redis_sentinel_username, if set, and the password of
  * fencing.redis_sentinel_password_file, pipelined with the question; a
  * refused AUTH is reported without the server's text.
  *
@@ -83,7 +84,8 @@ typedef enum SentinelOutcome
 	SENTINEL_UNKNOWN_MASTER,	/* nil: it does not monitor that name */
 	SENTINEL_AUTH_REFUSED,		/* AUTH refused, or NOAUTH */
 	SENTINEL_UNREACHABLE,		/* connect failed, lost, or timed out */
-	SENTINEL_BAD_REPLY			/* an error reply, or not what Sentinel says */
+	SENTINEL_REFUSED,			/* an error reply */
+	SENTINEL_BAD_REPLY			/* no RESP, too large, or not an answer */
 } SentinelOutcome;
 
 /* What the Sentinels asked said, when none named the primary. */
@@ -91,6 +93,7 @@ typedef struct SentinelTally
 {
 	bool		unknown;		/* one did not know the master name */
 	bool		refused;		/* one refused the password */
+	bool		bad_reply;		/* one answered what no Sentinel would */
 	StringInfoData detail;		/* "host:port what it said; ..." */
 } SentinelTally;
 
@@ -175,14 +178,16 @@ sentinel_distrust(void)
 
 /*
  * sentinel_read_address
- *		The [ip, port] of a get-master-addr-by-name reply, checked; NULL
- *		with *why when it is not one.
+ *		The [ip, port] of a get-master-addr-by-name reply, checked like an
+ *		address any server hands out (redis_check_discovered); NULL with
+ *		*why when it is not one.
  */
 static char *
 sentinel_read_address(const RedisValue *r, int *port, const char **why)
 {
 	char	   *end;
 	long		p;
+	const char *refused;
 
 	if (r->type != REDIS_VALUE_ARRAY || r->nelements != 2 ||
 		r->elements[0]->type != REDIS_VALUE_STRING ||
@@ -209,6 +214,12 @@ sentinel_read_address(const RedisValue *r, int *port, const char **why)
 		*why = "answered with a malformed port";
 		return NULL;
 	}
+	if (!redis_check_discovered(r->elements[0]->str, (int) p,
+								redis_discovered_host_names, &refused))
+	{
+		*why = psprintf("named \"%s:%ld\": %s", r->elements[0]->str, p, refused);
+		return NULL;
+	}
 	*port = (int) p;
 	return pstrdup(r->elements[0]->str);
 }
@@ -226,7 +237,7 @@ sentinel_converse(const RedisHostPort *addr, const char *password,
 				  const RedisBudget *budget, char **host, int *port,
 				  const char **why)
 {
-	const char *auth[2] = {"AUTH", password};
+	const char *auth[3] = {"AUTH"};
 	const char *ask[3] = {"SENTINEL", "get-master-addr-by-name",
 	redis_sentinel_master};
 	const char *subscribe[3] = {"SUBSCRIBE", "+promoted-slave", "+switch-master"};
@@ -238,9 +249,12 @@ sentinel_converse(const RedisHostPort *addr, const char *password,
 	RedisError	err = {0};
 	RedisBudget step;
 
-	if (password != NULL)
+	if (password != NULL || redis_sentinel_username[0] != '\0')
 	{
-		argc[n] = 2;
+		argc[n] = 1;
+		if (redis_sentinel_username[0] != '\0')
+			auth[argc[n]++] = redis_sentinel_username;
+		auth[argc[n]++] = password ? password : "";
 		argv[n++] = auth;
 	}
 	argc[n] = 3;
@@ -261,16 +275,21 @@ sentinel_converse(const RedisHostPort *addr, const char *password,
 	/* SUBSCRIBE answers once per channel, or once if refused */
 	replies[n] = NULL;
 	if (!redis_io_exchange(&sentinel_sock, n, argc, argv, replies, &step,
-						   password != NULL, &err) ||
+						   n == 3, &err) ||
 		(replies[n - 1]->type != REDIS_VALUE_ERROR &&
-		 !redis_io_read(&sentinel_sock, &replies[n], &step, false, &err)))
+		 !redis_io_read(&sentinel_sock, &replies[n], &step, n == 3, &err)))
 	{
-		*why = err.reason;
-		return SENTINEL_UNREACHABLE;
+		if (err.sqlstate != ERRCODE_FENCING_REDIS_PROTOCOL)
+		{
+			*why = err.reason;
+			return SENTINEL_UNREACHABLE;
+		}
+		*why = err.detail ? psprintf("%s: %s", err.reason, err.detail) : err.reason;
+		return SENTINEL_BAD_REPLY;
 	}
 
 	answer = replies[n - 2];
-	if (password != NULL && replies[0]->type == REDIS_VALUE_ERROR)
+	if (n == 3 && replies[0]->type == REDIS_VALUE_ERROR)
 	{
 		/* the server's text is not shown: it answers a secret */
 		*why = "refused the password";
@@ -285,7 +304,7 @@ sentinel_converse(const RedisHostPort *addr, const char *password,
 	if (answer->type == REDIS_VALUE_ERROR)
 	{
 		*why = psprintf("refused: %s", answer->str);
-		return SENTINEL_BAD_REPLY;
+		return SENTINEL_REFUSED;
 	}
 	if (answer->type == REDIS_VALUE_NIL)
 	{
@@ -300,9 +319,12 @@ sentinel_converse(const RedisHostPort *addr, const char *password,
 			subscribed->elements[0]->type != REDIS_VALUE_STRING ||
 			strcmp(subscribed->elements[0]->str, "subscribe") != 0)
 		{
-			*why = subscribed->type == REDIS_VALUE_ERROR ?
-				psprintf("refused SUBSCRIBE: %s", subscribed->str) :
-				"answered SUBSCRIBE with something other than a confirmation";
+			if (subscribed->type == REDIS_VALUE_ERROR)
+			{
+				*why = psprintf("refused SUBSCRIBE: %s", subscribed->str);
+				return SENTINEL_REFUSED;
+			}
+			*why = "answered SUBSCRIBE with something other than a confirmation";
 			return SENTINEL_BAD_REPLY;
 		}
 	}
@@ -382,8 +404,11 @@ sentinel_ask_all(const char *password, const RedisBudget *budget, int *port,
 			case SENTINEL_AUTH_REFUSED:
 				tally->refused = true;
 				break;
-			case SENTINEL_UNREACHABLE:
 			case SENTINEL_BAD_REPLY:
+				tally->bad_reply = true;
+				break;
+			case SENTINEL_UNREACHABLE:
+			case SENTINEL_REFUSED:
 				break;
 		}
 		appendStringInfoString(detail, why);
@@ -399,8 +424,9 @@ sentinel_ask_all(const char *password, const RedisBudget *budget, int *port,
  *
  * Asks the Sentinels in turn until one names it, within the budget.  When
  * none does, the error says why, per Sentinel: a name no Sentinel knows
- * or a refused password is the configuration's fault (TF104), Sentinels
- * that cannot be reached are not (TF101).
+ * or a refused password is the configuration's fault (TF104), an answer
+ * no Sentinel would give (no RESP, too large, an address fencing refuses)
+ * is TF105, Sentinels that cannot be reached are not at fault (TF101).
  */
 static char *
 sentinel_resolve(const RedisBudget *budget, int *port, RedisError *err)
@@ -452,7 +478,13 @@ sentinel_resolve(const RedisBudget *budget, int *port, RedisError *err)
 						psprintf("could not authenticate to the Redis Sentinels of master \"%s\"",
 								 redis_sentinel_master),
 						tally->detail.data,
-						pstrdup("Check the password in fencing.redis_sentinel_password_file."));
+						pstrdup("Check fencing.redis_sentinel_username and the password in fencing.redis_sentinel_password_file."));
+	else if (tally->bad_reply)
+		redis_error_set(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+						psprintf("could not get the address of master \"%s\" from any Redis Sentinel",
+								 redis_sentinel_master),
+						tally->detail.data,
+						pstrdup("Check that fencing.redis_sentinels names Redis Sentinels."));
 	else
 		redis_error_set(err, ERRCODE_FENCING_REDIS_UNAVAILABLE,
 						psprintf("could not get the address of master \"%s\" from any Redis Sentinel",

@@ -53,8 +53,10 @@ int			redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
 int			redis_release_timeout = REDIS_DEFAULT_RELEASE_TIMEOUT;
 char	   *redis_sentinels = NULL;
 char	   *redis_sentinel_master = NULL;
+char	   *redis_sentinel_username = NULL;
 char	   *redis_sentinel_password_file = NULL;
 char	   *redis_cluster_nodes = NULL;
+bool		redis_discovered_host_names = false;
 
 /* See redis_settings.h. */
 uint64		redis_settings_generation = 0;
@@ -349,6 +351,15 @@ redis_settings_init(void)
 							   0,
 							   check_redis_sentinel_master, redis_settings_changed_str, NULL);
 
+	DefineCustomStringVariable("fencing.redis_sentinel_username",
+							   "Redis ACL user to authenticate to the Redis Sentinels as.",
+							   "Empty means the \"default\" user (AUTH with the password of fencing.redis_sentinel_password_file only).",
+							   &redis_sentinel_username,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_username, redis_settings_changed_str, NULL);
+
 	DefineCustomStringVariable("fencing.redis_sentinel_password_file",
 							   "File holding the password of the Redis Sentinels (their requirepass).",
 							   "The first line of the file is the password.  It is read at every discovery and must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means the Sentinels need no password.",
@@ -366,6 +377,20 @@ redis_settings_init(void)
 							   PGC_SUSET,
 							   0,
 							   check_redis_hostport_list, redis_cluster_nodes_changed, NULL);
+
+	/*
+	 * Addresses from Sentinels and Cluster nodes are IP addresses unless
+	 * this allows names: a name is resolved by a getaddrinfo() that neither
+	 * cancel nor any timeout interrupts, and a server would choose it.
+	 */
+	DefineCustomBoolVariable("fencing.redis_discovered_host_names",
+							 "Accept host names in the addresses Redis Sentinels and Cluster nodes hand out.",
+							 "Off: a Sentinel's answer, CLUSTER SLOTS, -MOVED and -ASK must name an IP address.  Resolving a host name blocks the backend, uninterruptibly, for as long as the resolver takes.",
+							 &redis_discovered_host_names,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 }
 
 /* Whether the primary is to be asked of Sentinels. */

@@ -30,8 +30,10 @@ extern int	redis_command_timeout;	/* ms */
 extern int	redis_release_timeout;	/* ms */
 extern char *redis_sentinels;
 extern char *redis_sentinel_master;
+extern char *redis_sentinel_username;
 extern char *redis_sentinel_password_file;
 extern char *redis_cluster_nodes;
+extern bool redis_discovered_host_names;
 
 /*
  * Bumped whenever a setting that names the server or the credentials
