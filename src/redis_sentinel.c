@@ -42,6 +42,11 @@
  * byte cap of its own: an answer is a few hundred bytes); it lives only
  * for its question and is always closed, on error paths too.
  *
+ * The address a Sentinel names is checked like any address a server hands
+ * out (redis_check_discovered: an IP address, no Unix socket); a host name
+ * in fencing.redis_sentinels itself is resolved with a blocking
+ * getaddrinfo(), which IP addresses avoid.
+ *
  * Sentinels with requirepass or ACL users get AUTH with
  * fencing.redis_sentinel_username, if set, and the password of
  * fencing.redis_sentinel_password_file, pipelined with the question; a

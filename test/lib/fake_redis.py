@@ -2,8 +2,8 @@
 # need one (test/scripts/redis_hostile.sh): speaks enough RESP to get a
 # backend to the step under test, then misbehaves there.  Listens on
 # 127.0.0.1:PORT, or on a Unix socket if PORT is a path.  Every connection
-# and every command it gets is appended to --log, so that a suite can
-# check what was (not) sent.
+# and every command it gets (its name and number of arguments) is appended
+# to --log, so that a suite can check what was (not) sent.
 #
 #   --sentinel ANSWER    answer SENTINEL get-master-addr-by-name with
 #                        "HOST:PORT", "huge" (*2147483647), or "garbage"
@@ -123,7 +123,7 @@ def serve(conn, port):
             args = read_command(f)
             if args is None:
                 break
-            log(" ".join(a.decode(errors="replace") for a in args[:1]))
+            log("%s %d" % (args[0].decode(errors="replace"), len(args)))
             reply = answer(args, port)
             if reply is None:
                 while conn.recv(65536):

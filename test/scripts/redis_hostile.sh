@@ -14,7 +14,9 @@
 #              fencing.redis_release_timeout, slow AUTH and SELECT
 #              included, in each mode; Sentinel discovery and ROLE share
 #              one deadline;
-#   codes      a Sentinel that does not speak RESP is TF105.
+#   codes      a Sentinel that does not speak RESP is TF105;
+#   sent       an attempt cancelled before its command was sent leaves no
+#              owner behind that may hold the lock.
 #
 # Only the processes this script started are ever signalled.
 #
@@ -207,6 +209,21 @@ sess b "SET fencing.redis_sentinels = '127.0.0.1:$FAKE_PORT'; SET fencing.redis_
 expect "discovery past its deadline: TF101" "$S" "TF101"
 expect_match "a time out" "$R" "timed out waiting for a reply"
 check "within the connect + command timeouts (3 s) + 250 ms ($T ms)" test "$T" -lt 3250
+sess b "RESET ALL;"
+fake_stop_all
+
+# An attempt cancelled before its command reached the socket (here in a
+# slow AUTH) cannot have taken the lock: its owner is not remembered, and
+# the next attempt passes the script no owner to take over (the transport's
+# sent flag; 1.1 judged by the SQLSTATE and remembered it).
+fake_start --delay-auth 0.6
+sess b "SET fencing.redis_port = $FAKE_PORT; SET fencing.redis_password = 'pw'; SET statement_timeout = '300ms'; SELECT fenced_acquire('sent:1');"
+expect "cancelled in AUTH" "$S" "57014"
+sess b "RESET statement_timeout; SELECT fenced_acquire('sent:1');"
+expect_match "the next attempt" "$S|$R" '^00000\|[1-9][0-9]*$'
+expect "its script gets no owner to take over (EVALSHA sha 2 keys + 5 arguments)" \
+	"$(grep '^EVALSHA' "$FAKE_LOG")" "EVALSHA 10"
+sess b "RESET ALL;"
 fake_stop_all
 
 sess_close a
