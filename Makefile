@@ -22,8 +22,12 @@ OBJS = \
 	src/guard_config.o \
 	src/marks.o \
 	src/redis_cluster.o \
+	src/redis_cluster_map.o \
 	src/redis_conn.o \
+	src/redis_error.o \
 	src/redis_hostport.o \
+	src/redis_io.o \
+	src/redis_link.o \
 	src/redis_sentinel.o \
 	src/redis_settings.o \
 	src/replica.o \
