@@ -163,10 +163,13 @@ UPDATE orders SET status = 'shipped' WHERE order_id = 42;
 INSERT INTO order_items (order_id, line, qty) VALUES (42, 3, 7);
 SELECT * FROM orders ORDER BY order_id;
 SELECT * FROM order_items ORDER BY line;
--- a token in the statement wins over the declared one
+-- with a token declared, a token in the statement is ignored: the row
+-- carries the declared one
 INSERT INTO order_items VALUES (42, 4, 36, 1);
+SELECT tok FROM order_items WHERE line = 4;
 SELECT fence_mark('order:42');
--- now the declared token is stale, for DELETE too
+-- a newer holder raises the mark: the declared token is stale, for DELETE too
+SELECT fence_advance('order:42', 36);
 DELETE FROM order_items WHERE order_id = 42 AND line = 1;
 -- the declaration is per resource
 INSERT INTO orders (order_id, status) VALUES (44, 'new');
