@@ -78,10 +78,13 @@
 #include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "marks.h"
+#include "pg_compat.h"
+#include "pgstat.h"
 #include "miscadmin.h"
 #include "resource_name.h"
 #include "stats.h"
 #include "storage/bufmgr.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
@@ -142,6 +145,30 @@ typedef struct MarksRel
 	Datum		key;			/* the resource, as text */
 	const char *resource;
 } MarksRel;
+
+/*
+ * How marks_look treats a version of the mark that another transaction is
+ * writing.  NULL means: wait for it as long as it takes.
+ */
+typedef struct MarksWait
+{
+	FenceToken	token;			/* a newer token in progress is reported */
+	TimestampTz deadline;		/* 0: no limit; else poll until then */
+	bool		serializable;	/* an invisible move is a serialization
+								 * failure */
+} MarksWait;
+
+/* What marks_look found. */
+typedef enum MarksLook
+{
+	MARKS_NONE,					/* no mark */
+	MARKS_FOUND,				/* the newest version, no writer in progress */
+	MARKS_NEWER_IN_PROGRESS,	/* a writer in progress sets a newer token */
+	MARKS_TIMED_OUT				/* a writer in progress outlasted the deadline */
+} MarksLook;
+
+/* Polling interval of a bounded wait for a writer in progress, in ms. */
+#define MARKS_POLL_MS			5
 
 /* What marks_claim should do with the mark it finds. */
 typedef enum ClaimMode
@@ -475,19 +502,50 @@ marks_serialization_failure(MarksRel *m)
 }
 
 /*
+ * Wait for transaction xid to end, polling until deadline rather than
+ * queueing on its lock, so that the wait ends when the deadline passes;
+ * false if it had not ended by then.
+ */
+static bool
+marks_wait_until(TransactionId xid, TimestampTz deadline)
+{
+	while (!FencingConditionalXactLockTableWait(xid))
+	{
+		if (GetCurrentTimestamp() >= deadline)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 MARKS_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
  * Find the newest version of the resource's mark, with a dirty snapshot so
  * that uncommitted versions are seen too, and wait for any transaction
- * still writing it.  On true, tuple is a copy of the row's latest
+ * still writing it.  On MARKS_FOUND, tuple is a copy of the row's latest
  * committed (or our own) version.
+ *
+ * With wait given, a version another transaction is writing with a token
+ * above wait->token is reported at once, tuple its copy, without waiting
+ * for that transaction: the writer whose token it is holds the lock, and
+ * the write being checked is stale whether or not it commits.  Waiting
+ * instead could deadlock a stale writer, which locked its data row before
+ * the mark, with the new holder, whose acquisition locked the mark before
+ * its rows (README, "Lock order").  With wait->deadline set, a writer in
+ * progress is waited for until then only.
  *
  * Under REPEATABLE READ or SERIALIZABLE, a mark our snapshot cannot see
  * was written by a transaction that committed after it began, which is a
- * serialization failure as for any row updated concurrently.  That is
- * checked here, on the buffer's tuple while it is pinned, because the
- * visibility check may set hint bits on it.
+ * serialization failure as for any row updated concurrently (unless
+ * wait->serializable is false: a raise at acquisition rejects nothing, so
+ * it may act on a mark its snapshot cannot see).  That is checked here, on
+ * the buffer's tuple while it is pinned, because the visibility check may
+ * set hint bits on it.
  */
-static bool
-marks_find(MarksRel *m, HeapTuple *tuple)
+static MarksLook
+marks_look(MarksRel *m, const MarksWait *wait, HeapTuple *tuple)
 {
 	for (;;)
 	{
@@ -499,6 +557,7 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 		ItemPointerData tid;
 		bool		found;
 		bool		invisible = false;
+		bool		newer = false;
 
 		InitDirtySnapshot(dirty);
 		ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m->key);
@@ -510,13 +569,39 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 		{
 			tid = slot->tts_tid;
 			if (TransactionIdIsValid(dirty.xmin))
+			{
+				bool		isnull;
+
 				wait_for = dirty.xmin;
+				newer = wait != NULL &&
+					DatumGetFenceToken(slot_getattr(slot, Anum_mark_token,
+													&isnull)) > wait->token;
+			}
 			else if (TransactionIdIsValid(dirty.xmax))
+			{
 				wait_for = dirty.xmax;
-			else
+
+				/*
+				 * Updated by a transaction in progress: the version it is
+				 * writing comes next, further down the HOT chain or under
+				 * an index entry of its own, which a dirty snapshot's scan
+				 * goes on to return.
+				 */
+				while (wait != NULL && !newer &&
+					   index_getnext_slot(scan, ForwardScanDirection, slot))
+				{
+					bool		isnull;
+
+					newer = TransactionIdIsValid(dirty.xmin) &&
+						DatumGetFenceToken(slot_getattr(slot, Anum_mark_token,
+														&isnull)) > wait->token;
+				}
+			}
+			if (!TransactionIdIsValid(wait_for) || newer)
 			{
 				*tuple = ExecCopySlotHeapTuple(slot);
-				invisible = IsolationUsesXactSnapshot() &&
+				invisible = !newer && (wait == NULL || wait->serializable) &&
+					IsolationUsesXactSnapshot() &&
 					!marks_written_here(*tuple) &&
 					!table_tuple_satisfies_snapshot(m->heap, slot,
 													GetActiveSnapshot());
@@ -527,10 +612,22 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 
 		if (invisible)
 			marks_serialization_failure(m);
+		if (newer)
+			return MARKS_NEWER_IN_PROGRESS;
 		if (!TransactionIdIsValid(wait_for))
-			return found;
-		XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
+			return found ? MARKS_FOUND : MARKS_NONE;
+		if (wait == NULL || wait->deadline == 0)
+			XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
+		else if (!marks_wait_until(wait_for, wait->deadline))
+			return MARKS_TIMED_OUT;
 	}
+}
+
+/* marks_look, waiting for writers in progress as long as it takes. */
+static bool
+marks_find(MarksRel *m, HeapTuple *tuple)
+{
+	return marks_look(m, NULL, tuple) == MARKS_FOUND;
 }
 
 static HeapTuple
@@ -771,10 +868,21 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 	bool		insert_locked = false;
 	HeapTuple	tuple;
 	TM_Result	result;
+	MarksWait	wait = {token, 0, true};
+	MarksLook	look;
 
 	for (;;)
 	{
-		if (!marks_find(m, &tuple))
+		look = marks_look(m, mode == CLAIM_ADVANCE ? NULL : &wait, &tuple);
+		if (look == MARKS_NEWER_IN_PROGRESS)
+		{
+			marks_insert_unlock(&insert_tag, &insert_locked);
+			*mark = marks_token_of(m, tuple);
+			*written = false;
+			ItemPointerSetInvalid(version);
+			return false;
+		}
+		if (look == MARKS_NONE)
 		{
 			/* No mark yet: lock out other first inserters, and look again. */
 			if (marks_insert_lock(m, &insert_tag, &insert_locked))
@@ -837,6 +945,53 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 	 * rows with it.
 	 */
 	return *mark == token && (mode != CLAIM_CHECK_STRICT || *written);
+}
+
+/*
+ * marks_claim_for_holder
+ *		Raise the mark of m's resource to the token an acquisition has just
+ *		been issued, creating it if need be; see marks_raise_for_holder.
+ *
+ * The loop of marks_claim, with a bounded wait for writers in progress
+ * and without serialization failures: the raise rejects nothing, so it
+ * may act on the newest version whatever the snapshot sees.
+ */
+static MarksAcquireResult
+marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
+					   ItemPointer version)
+{
+	LOCKTAG		insert_tag;
+	bool		insert_locked = false;
+	HeapTuple	tuple;
+	TM_Result	result;
+	MarksWait	wait = {token, deadline, false};
+
+	for (;;)
+	{
+		MarksLook	look = marks_look(m, &wait, &tuple);
+
+		if (look == MARKS_NONE)
+		{
+			if (marks_insert_lock(m, &insert_tag, &insert_locked))
+				continue;
+			marks_insert(m, token, version);
+			marks_insert_unlock(&insert_tag, &insert_locked);
+			return MARKS_ACQUIRE_RAISED;
+		}
+		marks_insert_unlock(&insert_tag, &insert_locked);
+		if (look == MARKS_TIMED_OUT)
+			return MARKS_ACQUIRE_BUSY;
+		if (look == MARKS_NEWER_IN_PROGRESS || marks_token_of(m, tuple) >= token)
+			return MARKS_ACQUIRE_ABOVE;
+
+		result = marks_raise(m, tuple, token,
+							 GetCurrentTransactionStartTimestamp(), version);
+		if (result == TM_Ok)
+			return MARKS_ACQUIRE_RAISED;
+		if (result != TM_Updated && result != TM_Deleted)
+			elog(ERROR, "unexpected result %d writing high-water mark of resource \"%s\"",
+				 (int) result, m->resource);
+	}
 }
 
 /*
@@ -967,6 +1122,41 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	if (!accepted)
 		marks_report_stale(resource, NULL, NULL, token, mark);
 	checked_remember(resource, hash, token, written, &version);
+}
+
+/*
+ * marks_raise_for_holder
+ *		Raise the mark of resource to token, just issued to a lock holder,
+ *		in the calling transaction: from then on every older token is stale
+ *		for the resource, before the holder writes anything.
+ *
+ * MARKS_ACQUIRE_BUSY when another transaction's write of the mark
+ * outlasted deadline; MARKS_ACQUIRE_ABOVE when the mark is at or above
+ * token already (or being set above it), the token then being no newer
+ * than one the database has heard of.  On MARKS_ACQUIRE_RAISED the mark is
+ * at token and locked by this transaction, remembered as written by it, so
+ * that the holder's writes at token are answered without a lookup.
+ */
+MarksAcquireResult
+marks_raise_for_holder(const char *resource, FenceToken token,
+					   TimestampTz deadline)
+{
+	MarksRel	m;
+	MarksAcquireResult result;
+	ItemPointerData version;
+
+	ItemPointerSetInvalid(&version);
+	marks_open(&m, resource, RowExclusiveLock);
+	result = marks_claim_for_holder(&m, token, deadline, &version);
+	marks_close(&m);
+	if (result != MARKS_ACQUIRE_RAISED)
+		return result;
+
+	stats_count(STATS_MARKS_RAISED);
+	CommandCounterIncrement();
+	checked_forget(resource);
+	checked_remember(resource, checked_hash(resource), token, true, &version);
+	return result;
 }
 
 /*
