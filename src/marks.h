@@ -21,5 +21,7 @@ extern void marks_report_stale(const char *resource, const char *table,
 							   FenceToken mark) pg_attribute_noreturn();
 extern bool marks_read(const char *resource, FenceToken *mark);
 extern bool marks_read_newest(const char *resource, FenceToken *mark);
+extern FenceToken marks_advance(const char *resource, FenceToken token);
+extern bool marks_forget(const char *resource);
 
 #endif							/* MARKS_H */

@@ -1,0 +1,388 @@
+/*-------------------------------------------------------------------------
+ *
+ * marks_table.c
+ *	  The marks table, fence_high_water: finding it, checking its shape,
+ *	  and reading its rows through its primary key.
+ *
+ * One row per resource holds its mark.  Rows are found through the
+ * primary key index, with a dirty snapshot where uncommitted versions
+ * must be seen too, and written by marks_write.c with heap_* and
+ * index_insert directly: going through SPI and the executor cost several
+ * times the write being checked (marks.c says what is written when).
+ *
+ * The table is found through the extension, not the search path, and its
+ * shape (a logged heap; its columns by name and type; a primary key on
+ * the resource, a btree under the "C" collation) is checked before it is
+ * read or written, once per relcache entry: a table altered by hand would
+ * otherwise be misread or corrupted.
+ *
+ * Access to the marks table goes around its privileges on purpose: the
+ * users whose writes are checked must not be able to write it, yet the
+ * trigger they fire raises marks.  Nothing but marks_write.c writes it.
+ *
+ * IDENTIFICATION
+ *	  src/marks_table.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "extension.h"
+#include "fencing_errcodes.h"
+#include "marks_table.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+#define MARKS_TABLE "fence_high_water"
+
+/* One index scan of the marks of m's resource. */
+typedef struct MarksScan
+{
+	ScanKeyData skey;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+} MarksScan;
+
+/*
+ * The marks table, found once per backend through the extension, and
+ * whether its shape has been checked; both forgotten when the table's
+ * relcache entry is invalidated (DROP EXTENSION, ALTER TABLE).
+ */
+static Oid	marks_relid_cache = InvalidOid;
+static bool marks_shape_checked = false;
+
+/* What the caller of marks_table_init remembers of the table's rows. */
+static void (*marks_forget_versions) (void) = NULL;
+
+/* Forget where the marks table is when its relcache entry goes. */
+static void
+marks_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == marks_relid_cache)
+	{
+		marks_relid_cache = InvalidOid;
+		marks_shape_checked = false;
+
+		/*
+		 * The table may have been truncated or rewritten: a remembered
+		 * version's address may now hold another row.
+		 */
+		marks_forget_versions();
+	}
+}
+
+/*
+ * marks_table_init
+ *		Register the cache invalidation; forget_versions is called when
+ *		remembered addresses of rows may have become wrong.
+ */
+void
+marks_table_init(void (*forget_versions) (void))
+{
+	marks_forget_versions = forget_versions;
+	CacheRegisterRelcacheCallback(marks_relcache_callback, (Datum) 0);
+}
+
+/*
+ * marks_relid
+ *		The marks table of the installed extension, wherever its schema is.
+ *		Looked up on first use and after an invalidation of the table, as
+ *		pg_cron finds its job table.
+ */
+Oid
+marks_relid(void)
+{
+	if (!OidIsValid(marks_relid_cache))
+		marks_relid_cache = extension_table(extension_schema(), MARKS_TABLE);
+	return marks_relid_cache;
+}
+
+/* Refuse a marks table whose column attnum is not named name of type typid. */
+static void
+marks_check_column(Relation heap, AttrNumber attnum, const char *name,
+				   Oid typid)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(heap), attnum - 1);
+
+	if (att->attisdropped || strcmp(NameStr(att->attname), name) != 0 ||
+		att->atttypid != typid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
+				 errdetail("Column %d must be \"%s\" of type %s.",
+						   attnum, name, format_type_be(typid)),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+}
+
+/*
+ * Check that the marks table is what this file reads and writes with
+ * heap_* calls: a heap, its three columns by name and type, a primary
+ * key.
+ */
+static void
+marks_check_shape(Relation heap)
+{
+	Oid			token_type;
+
+	if (heap->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" is not a heap table", MARKS_TABLE),
+				 errhint("Run ALTER TABLE %s SET ACCESS METHOD heap.",
+						 MARKS_TABLE)));
+	if (RelationGetDescr(heap)->natts != Natts_mark)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
+				 errdetail("It must have exactly %d columns.", Natts_mark),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+	token_type = fence_token_type(RelationGetNamespace(heap));
+	marks_check_column(heap, Anum_mark_resource, "resource", TEXTOID);
+	marks_check_column(heap, Anum_mark_token, "token", token_type);
+	marks_check_column(heap, Anum_mark_moved_at, "moved_at", TIMESTAMPTZOID);
+	if (!OidIsValid(RelationGetPrimaryKeyIndex(heap)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has no primary key", MARKS_TABLE),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+}
+
+/*
+ * marks_open
+ *		Open the marks table and its primary key index.  Locks are kept to
+ *		the end of the transaction, as for any table written.  The index is
+ *		found through the open table, whose relcache entry is kept current
+ *		by the lock.
+ */
+void
+marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode)
+{
+	m->heap = table_open(marks_relid(), lockmode);
+	if (!marks_shape_checked)
+	{
+		marks_check_shape(m->heap);
+		marks_shape_checked = true;
+	}
+	m->index = index_open(RelationGetPrimaryKeyIndex(m->heap), lockmode);
+	m->resource = resource;
+	m->key = CStringGetTextDatum(resource);
+}
+
+void
+marks_close(MarksRel *m)
+{
+	index_close(m->index, NoLock);
+	table_close(m->heap, NoLock);
+}
+
+/* Begin an index scan of the versions of m's mark that snapshot sees. */
+static void
+marks_scan_begin(MarksRel *m, MarksScan *s, Snapshot snapshot)
+{
+	ScanKeyInit(&s->skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m->key);
+	s->slot = table_slot_create(m->heap, NULL);
+	s->scan = index_beginscan(m->heap, m->index, snapshot, 1, 0);
+	index_rescan(s->scan, &s->skey, 1, NULL, 0);
+}
+
+/* The next version of the scan, in s->slot; false at the end. */
+static bool
+marks_scan_next(MarksScan *s)
+{
+	return index_getnext_slot(s->scan, ForwardScanDirection, s->slot);
+}
+
+static void
+marks_scan_end(MarksScan *s)
+{
+	index_endscan(s->scan);
+	ExecDropSingleTupleTableSlot(s->slot);
+}
+
+/* Whether this transaction (or one of its subtransactions) wrote tuple. */
+static bool
+marks_written_here(HeapTuple tuple)
+{
+	return TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
+}
+
+TimestampTz
+marks_moved_at(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		moved_at = heap_getattr(tuple, Anum_mark_moved_at,
+										RelationGetDescr(m->heap), &isnull);
+
+	if (isnull)
+		elog(ERROR, "high-water mark of resource \"%s\" has no time", m->resource);
+	return DatumGetTimestampTz(moved_at);
+}
+
+FenceToken
+marks_token_of(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		token = heap_getattr(tuple, Anum_mark_token,
+									 RelationGetDescr(m->heap), &isnull);
+
+	if (isnull)
+		elog(ERROR, "high-water mark of resource \"%s\" is null", m->resource);
+	return DatumGetFenceToken(token);
+}
+
+/*
+ * marks_raised_here
+ *		Whether this transaction created or raised the mark found as tuple,
+ *		as opposed to finding it at the token or only refreshing it: a
+ *		raise stamps exactly the transaction's start time.
+ */
+bool
+marks_raised_here(MarksRel *m, HeapTuple tuple)
+{
+	return marks_written_here(tuple) &&
+		marks_moved_at(m, tuple) == GetCurrentTransactionStartTimestamp();
+}
+
+/*
+ * marks_serialization_failure
+ *		Report the concurrent update of a mark under a transaction
+ *		snapshot.
+ */
+void
+marks_serialization_failure(MarksRel *m)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update of the mark of resource \"%s\"",
+					m->resource)));
+}
+
+/*
+ * marks_find
+ *		Find the newest version of the resource's mark, with a dirty
+ *		snapshot so that uncommitted versions are seen too, and wait for
+ *		any transaction still writing it.  On true, tuple is a copy of the
+ *		row's latest committed (or our own) version.
+ *
+ * Under REPEATABLE READ or SERIALIZABLE, a mark our snapshot cannot see
+ * was written by a transaction that committed after it began, which is a
+ * serialization failure as for any row updated concurrently.  That is
+ * checked here, on the buffer's tuple while it is pinned, because the
+ * visibility check may set hint bits on it.
+ */
+bool
+marks_find(MarksRel *m, HeapTuple *tuple)
+{
+	for (;;)
+	{
+		SnapshotData dirty;
+		MarksScan	s;
+		TransactionId wait_for = InvalidTransactionId;
+		ItemPointerData tid;
+		bool		found;
+		bool		invisible = false;
+
+		InitDirtySnapshot(dirty);
+		marks_scan_begin(m, &s, &dirty);
+		found = marks_scan_next(&s);
+		if (found)
+		{
+			tid = s.slot->tts_tid;
+			if (TransactionIdIsValid(dirty.xmin))
+				wait_for = dirty.xmin;
+			else if (TransactionIdIsValid(dirty.xmax))
+				wait_for = dirty.xmax;
+			else
+			{
+				*tuple = ExecCopySlotHeapTuple(s.slot);
+				invisible = IsolationUsesXactSnapshot() &&
+					!marks_written_here(*tuple) &&
+					!table_tuple_satisfies_snapshot(m->heap, s.slot,
+													GetActiveSnapshot());
+			}
+		}
+		marks_scan_end(&s);
+
+		if (invisible)
+			marks_serialization_failure(m);
+		if (!TransactionIdIsValid(wait_for))
+			return found;
+		XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
+	}
+}
+
+/*
+ * marks_fetch_visible
+ *		The mark of m's resource as the active snapshot sees it; false if
+ *		it has none.
+ */
+bool
+marks_fetch_visible(MarksRel *m, FenceToken *mark)
+{
+	MarksScan	s;
+	bool		found;
+
+	marks_scan_begin(m, &s, GetActiveSnapshot());
+	found = marks_scan_next(&s);
+	if (found)
+	{
+		bool		isnull;
+
+		*mark = DatumGetFenceToken(slot_getattr(s.slot, Anum_mark_token, &isnull));
+	}
+	marks_scan_end(&s);
+	return found;
+}
+
+/*
+ * marks_fetch_newest
+ *		The highest token among the live versions of m's mark, committed
+ *		or not, without waiting; false if it has none.
+ */
+bool
+marks_fetch_newest(MarksRel *m, FenceToken *mark)
+{
+	SnapshotData dirty;
+	MarksScan	s;
+	bool		found = false;
+
+	InitDirtySnapshot(dirty);
+	marks_scan_begin(m, &s, &dirty);
+	while (marks_scan_next(&s))
+	{
+		Buffer		buffer = ((BufferHeapTupleTableSlot *) s.slot)->buffer;
+		bool		isnull;
+		FenceToken	token;
+
+		/*
+		 * A raise in place rewrites an in-progress version's token under an
+		 * exclusive lock on its buffer; read it under a share lock, so that
+		 * it is never seen half written.
+		 */
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		token = DatumGetFenceToken(slot_getattr(s.slot, Anum_mark_token, &isnull));
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+		if (!isnull && (!found || token > *mark))
+		{
+			*mark = token;
+			found = true;
+		}
+	}
+	marks_scan_end(&s);
+	return found;
+}
+
