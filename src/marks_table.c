@@ -34,6 +34,8 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "extension.h"
@@ -59,10 +61,12 @@ typedef struct MarksScan
 
 /*
  * The marks table, found once per backend through the extension, and
- * whether its shape has been checked; both forgotten when the table's
- * relcache entry is invalidated (DROP EXTENSION, ALTER TABLE).
+ * whether its shape has been checked, with the primary key checked; all
+ * forgotten when the relcache entry of the table or of that index is
+ * invalidated (DROP EXTENSION, ALTER TABLE, a catalog edited by hand).
  */
 static Oid	marks_relid_cache = InvalidOid;
+static Oid	marks_pkey_checked = InvalidOid;
 static bool marks_shape_checked = false;
 
 /* What the caller of marks_table_init remembers of the table's rows. */
@@ -72,9 +76,11 @@ static void (*marks_forget_versions) (void) = NULL;
 static void
 marks_relcache_callback(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == marks_relid_cache)
+	if (relid == InvalidOid || relid == marks_relid_cache ||
+		relid == marks_pkey_checked)
 	{
 		marks_relid_cache = InvalidOid;
+		marks_pkey_checked = InvalidOid;
 		marks_shape_checked = false;
 
 		/*
@@ -128,13 +134,27 @@ marks_check_column(Relation heap, AttrNumber attnum, const char *name,
 				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
 }
 
+/* Refuse a marks table whose primary key is not what the scans expect. */
+static void
+marks_refuse_key(const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+			 errmsg("table \"%s\" has an unexpected primary key", MARKS_TABLE),
+			 errdetail("%s", detail),
+			 errhint("Restore the primary key as the extension's script creates it: PRIMARY KEY (resource), the column of collation \"C\".")));
+}
+
 /*
  * Check that the marks table is what this file reads and writes with
- * heap_* calls: a heap, its three columns by name and type, a primary
- * key.
+ * heap_* calls: a logged heap, its three columns by name and type, and a
+ * primary key that is a btree on the resource alone, under the "C"
+ * collation and the default text operators, as the scans' F_TEXTEQ key
+ * assumes.  An unlogged table would be emptied by a crash, and every
+ * stale token accepted again.
  */
 static void
-marks_check_shape(Relation heap)
+marks_check_shape(Relation heap, Relation index)
 {
 	Oid			token_type;
 
@@ -144,6 +164,12 @@ marks_check_shape(Relation heap)
 				 errmsg("table \"%s\" is not a heap table", MARKS_TABLE),
 				 errhint("Run ALTER TABLE %s SET ACCESS METHOD heap.",
 						 MARKS_TABLE)));
+	if (heap->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" is not logged", MARKS_TABLE),
+				 errdetail("A crash would empty it, and every stale token would be accepted again."),
+				 errhint("Run ALTER TABLE %s SET LOGGED.", MARKS_TABLE)));
 	if (RelationGetDescr(heap)->natts != Natts_mark)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
@@ -154,30 +180,51 @@ marks_check_shape(Relation heap)
 	marks_check_column(heap, Anum_mark_resource, "resource", TEXTOID);
 	marks_check_column(heap, Anum_mark_token, "token", token_type);
 	marks_check_column(heap, Anum_mark_moved_at, "moved_at", TIMESTAMPTZOID);
-	if (!OidIsValid(RelationGetPrimaryKeyIndex(heap)))
+
+	if (index->rd_rel->relam != BTREE_AM_OID)
+		marks_refuse_key("It must be a btree index.");
+	if (index->rd_index->indnatts != 1 ||
+		index->rd_index->indkey.values[0] != Anum_mark_resource)
+		marks_refuse_key("It must be on column \"resource\" alone.");
+	if (index->rd_indcollation[0] != C_COLLATION_OID ||
+		index->rd_opfamily[0] != TEXT_BTREE_FAM_OID)
+		marks_refuse_key("It must compare resources under collation \"C\" with the default text operators.");
+}
+
+/*
+ * The primary key of the marks table, refused if it has none; found
+ * through the open table, whose relcache entry is kept current by its
+ * lock.
+ */
+static Oid
+marks_primary_key(Relation heap)
+{
+	Oid			pk = RelationGetPrimaryKeyIndex(heap);
+
+	if (!OidIsValid(pk))
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
 				 errmsg("table \"%s\" has no primary key", MARKS_TABLE),
 				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+	return pk;
 }
 
 /*
  * marks_open
  *		Open the marks table and its primary key index.  Locks are kept to
- *		the end of the transaction, as for any table written.  The index is
- *		found through the open table, whose relcache entry is kept current
- *		by the lock.
+ *		the end of the transaction, as for any table written.
  */
 void
 marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode)
 {
 	m->heap = table_open(marks_relid(), lockmode);
+	m->index = index_open(marks_primary_key(m->heap), lockmode);
 	if (!marks_shape_checked)
 	{
-		marks_check_shape(m->heap);
+		marks_check_shape(m->heap, m->index);
+		marks_pkey_checked = RelationGetRelid(m->index);
 		marks_shape_checked = true;
 	}
-	m->index = index_open(RelationGetPrimaryKeyIndex(m->heap), lockmode);
 	m->resource = resource;
 	m->key = CStringGetTextDatum(resource);
 }
