@@ -75,14 +75,33 @@
  */
 #define CHECKED_SLOTS 256
 
+/*
+ * How many nested subtransaction levels a slot remembers.  A deeper
+ * level pushes out the outermost one, and a rollback past it then only
+ * costs that resource a lookup.
+ */
+#define CHECKED_LEVELS 3
+
+/*
+ * What this transaction holds of one mark, as of one subtransaction
+ * level: a rollback of that level returns to the level below it.
+ */
+typedef struct CheckedLevel
+{
+	SubTransactionId subid;		/* subtransaction that took the lock */
+	bool		written;		/* the mark set by us, not found at token */
+	FenceToken	token;			/* the mark, locked by this transaction */
+	ItemPointerData version;	/* the mark's live version, created or
+								 * locked by us; invalid if unknown */
+} CheckedLevel;
+
 typedef struct CheckedSlot
 {
 	char	   *resource;		/* NULL if the slot is free */
 	uint32		hash;
-	FenceToken	token;			/* the mark, locked by this transaction */
-	bool		written;		/* and set by it, not found at token */
-	SubTransactionId subid;		/* subtransaction that took the lock */
-	ItemPointerData version;	/* the mark's version, if subid created it */
+	bool		listed;			/* in checked_used */
+	int			nlevels;		/* levels[nlevels - 1] is the current one */
+	CheckedLevel levels[CHECKED_LEVELS];	/* subids ascending */
 } CheckedSlot;
 
 /* What marks_claim should do with the mark it finds. */
@@ -93,8 +112,14 @@ typedef enum ClaimMode
 	CLAIM_ADVANCE				/* raise to the token, never reject */
 } ClaimMode;
 
-/* Marks checked and locked in this transaction; names in checked_cxt. */
+/*
+ * Marks checked and locked in this transaction; names in checked_cxt.
+ * checked_used lists the slots used since the transaction began, so that
+ * ending it and ending a subtransaction visit those alone.
+ */
 static CheckedSlot checked[CHECKED_SLOTS];
+static uint16 checked_used[CHECKED_SLOTS];
+static int	checked_nused = 0;
 static int	checked_count = 0;
 static MemoryContext checked_cxt = NULL;
 
@@ -106,12 +131,15 @@ static MemoryContext checked_cxt = NULL;
 void
 marks_at_xact_end(void)
 {
-	if (checked_count > 0)
-	{
-		memset(checked, 0, sizeof(checked));
-		checked_count = 0;
-		MemoryContextReset(checked_cxt);
-	}
+	int			i;
+
+	if (checked_nused == 0)
+		return;
+	for (i = 0; i < checked_nused; i++)
+		memset(&checked[checked_used[i]], 0, sizeof(CheckedSlot));
+	checked_nused = 0;
+	checked_count = 0;
+	MemoryContextReset(checked_cxt);
 }
 
 /* Empty one slot of the cache. */
@@ -120,12 +148,16 @@ checked_clear(CheckedSlot *slot)
 {
 	pfree(slot->resource);
 	slot->resource = NULL;
+	slot->nlevels = 0;
 	checked_count--;
 }
 
 /*
- * Move the entries of a committed subtransaction to its parent, and drop
- * those of one that rolled back.
+ * Move what a committed subtransaction holds to its parent, replacing
+ * what the parent held before; forget what one that rolled back took,
+ * returning to what its parent held.  Only the current level of a slot
+ * can belong to the subtransaction ending, as its subtransactions have
+ * ended before it.
  */
 static void
 marks_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -138,14 +170,28 @@ marks_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
 		return;
 
-	for (i = 0; i < CHECKED_SLOTS; i++)
+	for (i = 0; i < checked_nused; i++)
 	{
-		if (checked[i].resource == NULL || checked[i].subid != mySubid)
+		CheckedSlot *slot = &checked[checked_used[i]];
+		CheckedLevel *top;
+
+		if (slot->resource == NULL)
 			continue;
-		if (event == SUBXACT_EVENT_COMMIT_SUB)
-			checked[i].subid = parentSubid;
+		top = &slot->levels[slot->nlevels - 1];
+		if (top->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+		{
+			if (--slot->nlevels == 0)
+				checked_clear(slot);
+		}
+		else if (slot->nlevels > 1 && top[-1].subid == parentSubid)
+		{
+			top[-1] = *top;
+			slot->nlevels--;
+		}
 		else
-			checked_clear(&checked[i]);
+			top->subid = parentSubid;
 	}
 }
 
@@ -157,9 +203,15 @@ static void
 checked_forget_versions(void)
 {
 	int			i;
+	int			j;
 
-	for (i = 0; i < CHECKED_SLOTS; i++)
-		ItemPointerSetInvalid(&checked[i].version);
+	for (i = 0; i < checked_nused; i++)
+	{
+		CheckedSlot *slot = &checked[checked_used[i]];
+
+		for (j = 0; j < CHECKED_LEVELS; j++)
+			ItemPointerSetInvalid(&slot->levels[j].version);
+	}
 }
 
 /*
@@ -191,21 +243,35 @@ checked_lookup(const char *resource, uint32 hash)
 	return NULL;
 }
 
+/* What the current subtransaction level holds of slot's mark. */
+static inline CheckedLevel *
+checked_current(CheckedSlot *slot)
+{
+	return &slot->levels[slot->nlevels - 1];
+}
+
 /*
- * Remember that this transaction holds the mark of resource at token;
- * version is the version of the mark row the current subtransaction
- * created, or invalid if it only found and locked it.
+ * Remember that this transaction holds the mark of resource at token, in
+ * its live version version, as of the current subtransaction.
  */
 static void
 checked_remember(const char *resource, uint32 hash, FenceToken token,
 				 bool written, ItemPointer version)
 {
-	CheckedSlot *slot = &checked[hash % CHECKED_SLOTS];
+	int			index = hash % CHECKED_SLOTS;
+	CheckedSlot *slot = &checked[index];
+	SubTransactionId subid = GetCurrentSubTransactionId();
+	CheckedLevel *level;
 
 	if (checked_cxt == NULL)
 		checked_cxt = AllocSetContextCreate(TopMemoryContext,
 											"fencing checked marks",
 											ALLOCSET_DEFAULT_SIZES);
+	if (!slot->listed)
+	{
+		checked_used[checked_nused++] = index;
+		slot->listed = true;
+	}
 	if (slot->resource != NULL &&
 		(slot->hash != hash || strcmp(slot->resource, resource) != 0))
 		checked_clear(slot);
@@ -215,10 +281,23 @@ checked_remember(const char *resource, uint32 hash, FenceToken token,
 		slot->hash = hash;
 		checked_count++;
 	}
-	slot->token = token;
-	slot->written = written;
-	slot->subid = GetCurrentSubTransactionId();
-	slot->version = *version;
+
+	/* A deeper subtransaction than the current level's gets a level. */
+	if (slot->nlevels == 0 || checked_current(slot)->subid != subid)
+	{
+		if (slot->nlevels == CHECKED_LEVELS)
+		{
+			memmove(&slot->levels[0], &slot->levels[1],
+					(CHECKED_LEVELS - 1) * sizeof(CheckedLevel));
+			slot->nlevels--;
+		}
+		slot->nlevels++;
+	}
+	level = checked_current(slot);
+	level->subid = subid;
+	level->token = token;
+	level->written = written;
+	level->version = *version;
 }
 
 static void
@@ -238,16 +317,20 @@ checked_forget(const char *resource)
  * locked by this transaction; false when the mark is above token (or
  * equal, in strict mode), with *mark set and the row still locked.
  * *written says whether this transaction set the mark it found or made;
- * *version is the version this subtransaction created, invalid if it
- * only locked one.
+ * *version is the live version of the mark, which this transaction
+ * created or locked.
  *
  * One loop, as execReplication.c's RelationFindReplTupleByIndex: look
  * (waiting for writers in progress), act on what was found, and look
- * again if the row changed in between.
+ * again if the row changed in between.  The first look goes straight to
+ * hint, when valid, the live version this transaction last knew of: if it
+ * still is, the index lookup is saved, whose dirty scan would walk every
+ * version this transaction made (one per subtransaction that raised the
+ * mark) before reaching it; if not, the mark is looked up.
  */
 static bool
-marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
-			bool *written, ItemPointer version)
+marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
+			FenceToken *mark, bool *written, ItemPointer version)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -255,7 +338,12 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 
 	for (;;)
 	{
-		if (!marks_find(m, &tuple))
+		bool		found;
+
+		found = hint != NULL && ItemPointerIsValid(hint) &&
+			marks_fetch(m, hint, &tuple);
+		hint = NULL;
+		if (!found && !marks_find(m, &tuple))
 		{
 			/* No mark yet: lock out other first inserters, and look again. */
 			if (marks_insert_lock(m, &insert_lock))
@@ -302,7 +390,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken *mark,
 			if (result == TM_Ok)
 			{
 				*written = marks_raised_here(m, tuple);
-				ItemPointerSetInvalid(version);
+				*version = tuple->t_self;
 				break;
 			}
 		}
@@ -374,6 +462,7 @@ marks_check(const char *resource, FenceToken token, bool strict)
 {
 	uint32		hash = checked_hash(resource);
 	CheckedSlot *slot = checked_lookup(resource, hash);
+	CheckedLevel *held = NULL;
 	MarksRel	m;
 	FenceToken	mark;
 	bool		written;
@@ -382,22 +471,24 @@ marks_check(const char *resource, FenceToken token, bool strict)
 
 	if (slot != NULL)
 	{
+		held = checked_current(slot);
+
 		/*
 		 * Strict mode accepts an equal mark only from the transaction that
 		 * set it, which a check that merely found the mark at the token
 		 * did not.
 		 */
-		if (slot->token == token && (slot->written || !strict))
+		if (held->token == token && (held->written || !strict))
 			return;
 
 		/* A raise of a version this subtransaction created needs no lookup. */
-		if (token > slot->token && ItemPointerIsValid(&slot->version) &&
-			slot->subid == GetCurrentSubTransactionId() &&
-			marks_raise_held(slot->resource, &slot->version, token,
+		if (token > held->token && ItemPointerIsValid(&held->version) &&
+			held->subid == GetCurrentSubTransactionId() &&
+			marks_raise_held(slot->resource, &held->version, token,
 							 GetCurrentTransactionStartTimestamp()))
 		{
-			slot->token = token;
-			slot->written = true;
+			held->token = token;
+			held->written = true;
 			stats_count(STATS_MARKS_RAISED);
 			return;
 		}
@@ -408,6 +499,7 @@ marks_check(const char *resource, FenceToken token, bool strict)
 
 	marks_open(&m, resource, RowExclusiveLock);
 	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+						   held != NULL ? &held->version : NULL,
 						   &mark, &written, &version);
 	marks_close(&m);
 
@@ -472,7 +564,8 @@ marks_advance(const char *resource, FenceToken token)
 	ItemPointerData version;
 
 	marks_open(&m, resource, RowExclusiveLock);
-	(void) marks_claim(&m, token, CLAIM_ADVANCE, &mark, &written, &version);
+	(void) marks_claim(&m, token, CLAIM_ADVANCE, NULL, &mark, &written,
+					   &version);
 	marks_close(&m);
 
 	/* A cached check at an older token no longer describes the mark. */

@@ -372,6 +372,72 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 	}
 }
 
+/* Whether the resource of the mark version tuple is m's. */
+static bool
+marks_key_equal(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		stored = heap_getattr(tuple, Anum_mark_resource,
+									  RelationGetDescr(m->heap), &isnull);
+	text	   *a;
+	text	   *b;
+
+	if (isnull)
+		return false;
+	a = DatumGetTextPP(stored);
+	b = DatumGetTextPP(m->key);
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/*
+ * marks_fetch
+ *		Whether the version at tid is still the newest version of the
+ *		mark of m's resource, as marks_find would find it without waiting;
+ *		if so, tuple is a copy of it.
+ *
+ * The dirty snapshot accepts exactly what the dirty index scan does on
+ * its HOT chain: a live version, committed or ours, or one that a
+ * transaction in progress inserts or deletes, which is refused here
+ * (marks_find waits for that transaction).  A version updated or deleted
+ * by anyone, an aborted one, an unused or reused line pointer all fail
+ * it, or the key comparison; then the caller looks the mark up.  tid must
+ * be within the table: the callers' addresses are of versions this
+ * transaction holds, and a truncation or rewrite of the table makes them
+ * forget every address (marks_table_init).
+ */
+bool
+marks_fetch(MarksRel *m, ItemPointer tid, HeapTuple *tuple)
+{
+	SnapshotData dirty;
+	HeapTupleData fetched;
+	Buffer		buffer;
+	bool		invisible = false;
+
+	InitDirtySnapshot(dirty);
+	fetched.t_self = *tid;
+	if (!heap_fetch(m->heap, &dirty, &fetched, &buffer, false))
+		return false;
+	if (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax) ||
+		!marks_key_equal(m, &fetched))
+	{
+		ReleaseBuffer(buffer);
+		return false;
+	}
+	if (IsolationUsesXactSnapshot() && !marks_written_here(&fetched))
+	{
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		invisible = !HeapTupleSatisfiesVisibility(&fetched, GetActiveSnapshot(),
+												  buffer);
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	}
+	*tuple = heap_copytuple(&fetched);
+	ReleaseBuffer(buffer);
+	if (invisible)
+		marks_serialization_failure(m);
+	return true;
+}
+
 /*
  * marks_fetch_visible
  *		The mark of m's resource as the active snapshot sees it; false if

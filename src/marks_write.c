@@ -49,6 +49,19 @@ marks_form(MarksRel *m, FenceToken token, TimestampTz moved_at)
 	return heap_form_tuple(RelationGetDescr(m->heap), values, nulls);
 }
 
+/*
+ * Add the index entry of the mark version tuple: of a new mark, or of a
+ * raise that could not stay on the old version's page (not HOT).
+ *
+ * Only a new mark is checked for uniqueness.  A raise writes the key of
+ * the version it updates, which was the live one and is now ours: any
+ * other row with that key would have met that version's entry in its own
+ * check, as that version met any such row's entry in the check of its
+ * first insert.  Checking again would only cost, and more for every
+ * version before it: the check visits each equal entry's HOT chain, and a
+ * transaction raising one mark in many subtransactions leaves a chain of
+ * versions none of which can be pruned before it ends.
+ */
 static void
 marks_index_insert(MarksRel *m, HeapTuple tuple, bool unchanged)
 {
@@ -65,7 +78,7 @@ marks_index_insert(MarksRel *m, HeapTuple tuple, bool unchanged)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	index_insert(m->index, &m->key, &isnull, &tuple->t_self, m->heap,
-				 UNIQUE_CHECK_YES, unchanged, info);
+				 unchanged ? UNIQUE_CHECK_NO : UNIQUE_CHECK_YES, unchanged, info);
 }
 
 /*
