@@ -22,6 +22,8 @@ OBJS = \
 	src/fencing.o \
 	src/guard_config.o \
 	src/marks.o \
+	src/marks_cache.o \
+	src/marks_hint.o \
 	src/marks_sql.o \
 	src/marks_table.o \
 	src/marks_write.o \

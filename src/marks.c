@@ -28,11 +28,13 @@
  *
  * Once a transaction has checked and locked a resource at token T, later
  * rows of that resource with token T cannot fail (nobody else can move the
- * mark while we hold the lock), so a per-transaction cache answers them
- * without a lookup.  An entry made in a subtransaction that rolls back is
- * dropped, because the rollback released the row lock and undid the
- * raise.  The entry also remembers the version this subtransaction wrote,
- * through which a further raise goes without a lookup.
+ * mark while we hold the lock), so the per-transaction cache (marks_cache.c)
+ * answers them without a lookup; it also remembers the live version of
+ * each mark held, per subtransaction level, from which a raise goes
+ * without a lookup.  A first write in a transaction tries the address the
+ * shared hint table (marks_hint.c) last recorded.  Such an address is
+ * taken only after marks_fetch has checked that it still holds the mark's
+ * newest version, as the index would find it; else the mark is looked up.
  *
  * moved_at says when a mark was created or last raised, and also, to
  * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
@@ -50,13 +52,13 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "fencing_errcodes.h"
 #include "marks.h"
+#include "marks_cache.h"
+#include "marks_hint.h"
 #include "marks_table.h"
 #include "miscadmin.h"
 #include "stats.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 /*
@@ -64,45 +66,6 @@
  * this: at most one HOT update of the mark a minute, instead of a lock.
  */
 #define MARK_REFRESH_INTERVAL	((int64) 60 * USECS_PER_SEC)
-
-/*
- * The per-transaction cache is direct-mapped: a fixed number of slots, a
- * resource goes in the slot its hash picks, and a newcomer evicts the
- * previous occupant, which only costs that resource a lookup later.  Bulk
- * writes repeat one resource (or a few) row after row, which this serves;
- * a statement touching a million resources once each would only fill and
- * grow a hash table for nothing.
- */
-#define CHECKED_SLOTS 256
-
-/*
- * How many nested subtransaction levels a slot remembers.  A deeper
- * level pushes out the outermost one, and a rollback past it then only
- * costs that resource a lookup.
- */
-#define CHECKED_LEVELS 3
-
-/*
- * What this transaction holds of one mark, as of one subtransaction
- * level: a rollback of that level returns to the level below it.
- */
-typedef struct CheckedLevel
-{
-	SubTransactionId subid;		/* subtransaction that took the lock */
-	bool		written;		/* the mark set by us, not found at token */
-	FenceToken	token;			/* the mark, locked by this transaction */
-	ItemPointerData version;	/* the mark's live version, created or
-								 * locked by us; invalid if unknown */
-} CheckedLevel;
-
-typedef struct CheckedSlot
-{
-	char	   *resource;		/* NULL if the slot is free */
-	uint32		hash;
-	bool		listed;			/* in checked_used */
-	int			nlevels;		/* levels[nlevels - 1] is the current one */
-	CheckedLevel levels[CHECKED_LEVELS];	/* subids ascending */
-} CheckedSlot;
 
 /* What marks_claim should do with the mark it finds. */
 typedef enum ClaimMode
@@ -113,200 +76,15 @@ typedef enum ClaimMode
 } ClaimMode;
 
 /*
- * Marks checked and locked in this transaction; names in checked_cxt.
- * checked_used lists the slots used since the transaction began, so that
- * ending it and ending a subtransaction visit those alone.
- */
-static CheckedSlot checked[CHECKED_SLOTS];
-static uint16 checked_used[CHECKED_SLOTS];
-static int	checked_nused = 0;
-static int	checked_count = 0;
-static MemoryContext checked_cxt = NULL;
-
-/*
- * marks_at_xact_end
- *		Empty the per-transaction cache; called when a transaction ends,
- *		whichever way.
- */
-void
-marks_at_xact_end(void)
-{
-	int			i;
-
-	if (checked_nused == 0)
-		return;
-	for (i = 0; i < checked_nused; i++)
-		memset(&checked[checked_used[i]], 0, sizeof(CheckedSlot));
-	checked_nused = 0;
-	checked_count = 0;
-	MemoryContextReset(checked_cxt);
-}
-
-/* Empty one slot of the cache. */
-static void
-checked_clear(CheckedSlot *slot)
-{
-	pfree(slot->resource);
-	slot->resource = NULL;
-	slot->nlevels = 0;
-	checked_count--;
-}
-
-/*
- * Move what a committed subtransaction holds to its parent, replacing
- * what the parent held before; forget what one that rolled back took,
- * returning to what its parent held.  Only the current level of a slot
- * can belong to the subtransaction ending, as its subtransactions have
- * ended before it.
- */
-static void
-marks_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					   SubTransactionId parentSubid, void *arg)
-{
-	int			i;
-
-	if (checked_count == 0)
-		return;
-	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
-		return;
-
-	for (i = 0; i < checked_nused; i++)
-	{
-		CheckedSlot *slot = &checked[checked_used[i]];
-		CheckedLevel *top;
-
-		if (slot->resource == NULL)
-			continue;
-		top = &slot->levels[slot->nlevels - 1];
-		if (top->subid != mySubid)
-			continue;
-		if (event == SUBXACT_EVENT_ABORT_SUB)
-		{
-			if (--slot->nlevels == 0)
-				checked_clear(slot);
-		}
-		else if (slot->nlevels > 1 && top[-1].subid == parentSubid)
-		{
-			top[-1] = *top;
-			slot->nlevels--;
-		}
-		else
-			top->subid = parentSubid;
-	}
-}
-
-/*
- * The marks table may have been truncated or rewritten: a remembered
- * version's address may now hold another row, so look marks up again.
- */
-static void
-checked_forget_versions(void)
-{
-	int			i;
-	int			j;
-
-	for (i = 0; i < checked_nused; i++)
-	{
-		CheckedSlot *slot = &checked[checked_used[i]];
-
-		for (j = 0; j < CHECKED_LEVELS; j++)
-			ItemPointerSetInvalid(&slot->levels[j].version);
-	}
-}
-
-/*
  * marks_init
- *		Register the transaction and cache callbacks; called from _PG_init.
+ *		Register the cache's callbacks and the hint table; called from
+ *		_PG_init.
  */
 void
 marks_init(void)
 {
-	RegisterSubXactCallback(marks_subxact_callback, NULL);
-	marks_table_init(checked_forget_versions);
-}
-
-static uint32
-checked_hash(const char *resource)
-{
-	return hash_bytes((const unsigned char *) resource, strlen(resource));
-}
-
-/* The cache slot holding resource, or NULL. */
-static CheckedSlot *
-checked_lookup(const char *resource, uint32 hash)
-{
-	CheckedSlot *slot = &checked[hash % CHECKED_SLOTS];
-
-	if (slot->resource != NULL && slot->hash == hash &&
-		strcmp(slot->resource, resource) == 0)
-		return slot;
-	return NULL;
-}
-
-/* What the current subtransaction level holds of slot's mark. */
-static inline CheckedLevel *
-checked_current(CheckedSlot *slot)
-{
-	return &slot->levels[slot->nlevels - 1];
-}
-
-/*
- * Remember that this transaction holds the mark of resource at token, in
- * its live version version, as of the current subtransaction.
- */
-static void
-checked_remember(const char *resource, uint32 hash, FenceToken token,
-				 bool written, ItemPointer version)
-{
-	int			index = hash % CHECKED_SLOTS;
-	CheckedSlot *slot = &checked[index];
-	SubTransactionId subid = GetCurrentSubTransactionId();
-	CheckedLevel *level;
-
-	if (checked_cxt == NULL)
-		checked_cxt = AllocSetContextCreate(TopMemoryContext,
-											"fencing checked marks",
-											ALLOCSET_DEFAULT_SIZES);
-	if (!slot->listed)
-	{
-		checked_used[checked_nused++] = index;
-		slot->listed = true;
-	}
-	if (slot->resource != NULL &&
-		(slot->hash != hash || strcmp(slot->resource, resource) != 0))
-		checked_clear(slot);
-	if (slot->resource == NULL)
-	{
-		slot->resource = MemoryContextStrdup(checked_cxt, resource);
-		slot->hash = hash;
-		checked_count++;
-	}
-
-	/* A deeper subtransaction than the current level's gets a level. */
-	if (slot->nlevels == 0 || checked_current(slot)->subid != subid)
-	{
-		if (slot->nlevels == CHECKED_LEVELS)
-		{
-			memmove(&slot->levels[0], &slot->levels[1],
-					(CHECKED_LEVELS - 1) * sizeof(CheckedLevel));
-			slot->nlevels--;
-		}
-		slot->nlevels++;
-	}
-	level = checked_current(slot);
-	level->subid = subid;
-	level->token = token;
-	level->written = written;
-	level->version = *version;
-}
-
-static void
-checked_forget(const char *resource)
-{
-	CheckedSlot *slot = checked_lookup(resource, checked_hash(resource));
-
-	if (slot != NULL)
-		checked_clear(slot);
+	marks_cache_init();
+	marks_hint_init();
 }
 
 /*
@@ -326,11 +104,13 @@ checked_forget(const char *resource)
  * hint, when valid, the live version this transaction last knew of: if it
  * still is, the index lookup is saved, whose dirty scan would walk every
  * version this transaction made (one per subtransaction that raised the
- * mark) before reaching it; if not, the mark is looked up.
+ * mark) before reaching it; if not, the mark is looked up.  A hint from
+ * the shared table (hint_shared, marks_hint.c) may point anywhere.
  */
 static bool
 marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
-			FenceToken *mark, bool *written, ItemPointer version)
+			bool hint_shared, FenceToken *mark, bool *written,
+			ItemPointer version)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -341,7 +121,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 		bool		found;
 
 		found = hint != NULL && ItemPointerIsValid(hint) &&
-			marks_fetch(m, hint, &tuple);
+			marks_fetch(m, hint, hint_shared, &tuple);
 		hint = NULL;
 		if (!found && !marks_find(m, &tuple))
 		{
@@ -461,18 +241,16 @@ void
 marks_check(const char *resource, FenceToken token, bool strict)
 {
 	uint32		hash = checked_hash(resource);
-	CheckedSlot *slot = checked_lookup(resource, hash);
-	CheckedLevel *held = NULL;
+	CheckedLevel *held = checked_held(resource, hash);
 	MarksRel	m;
 	FenceToken	mark;
 	bool		written;
 	bool		accepted;
 	ItemPointerData version;
+	ItemPointerData hint;
 
-	if (slot != NULL)
+	if (held != NULL)
 	{
-		held = checked_current(slot);
-
 		/*
 		 * Strict mode accepts an equal mark only from the transaction that
 		 * set it, which a check that merely found the mark at the token
@@ -484,7 +262,7 @@ marks_check(const char *resource, FenceToken token, bool strict)
 		/* A raise of a version this subtransaction created needs no lookup. */
 		if (token > held->token && ItemPointerIsValid(&held->version) &&
 			held->subid == GetCurrentSubTransactionId() &&
-			marks_raise_held(slot->resource, &held->version, token,
+			marks_raise_held(resource, &held->version, token,
 							 GetCurrentTransactionStartTimestamp()))
 		{
 			held->token = token;
@@ -497,11 +275,19 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	/* A temporary table is writable in a read-only transaction; marks are not. */
 	PreventCommandIfReadOnly("fence_guard()");
 
+	/*
+	 * The first write of the resource in this transaction tries where the
+	 * shared table last saw its mark; a later one, the version it holds.
+	 */
+	if (held != NULL)
+		hint = held->version;
+	else if (!marks_hint_get(hash, &hint))
+		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
 	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-						   held != NULL ? &held->version : NULL,
-						   &mark, &written, &version);
+						   &hint, held == NULL, &mark, &written, &version);
 	marks_close(&m);
+	marks_hint_put(hash, &version);
 
 	if (!accepted)
 		marks_report_stale(resource, NULL, NULL, token, mark);
@@ -564,9 +350,10 @@ marks_advance(const char *resource, FenceToken token)
 	ItemPointerData version;
 
 	marks_open(&m, resource, RowExclusiveLock);
-	(void) marks_claim(&m, token, CLAIM_ADVANCE, NULL, &mark, &written,
-					   &version);
+	(void) marks_claim(&m, token, CLAIM_ADVANCE, NULL, false, &mark,
+					   &written, &version);
 	marks_close(&m);
+	marks_hint_put(checked_hash(resource), &version);
 
 	/* A cached check at an older token no longer describes the mark. */
 	checked_forget(resource);

@@ -43,6 +43,7 @@
 #include "marks_table.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -69,6 +70,11 @@ static Oid	marks_relid_cache = InvalidOid;
 static Oid	marks_pkey_checked = InvalidOid;
 static bool marks_shape_checked = false;
 
+/* The size of the table for marks_fetch, and when it was read. */
+static BlockNumber nblocks = 0;
+static LocalTransactionId nblocks_lxid = InvalidLocalTransactionId;
+static SubTransactionId nblocks_subid = InvalidSubTransactionId;
+
 /* What the caller of marks_table_init remembers of the table's rows. */
 static void (*marks_forget_versions) (void) = NULL;
 
@@ -82,6 +88,7 @@ marks_relcache_callback(Datum arg, Oid relid)
 		marks_relid_cache = InvalidOid;
 		marks_pkey_checked = InvalidOid;
 		marks_shape_checked = false;
+		nblocks_lxid = InvalidLocalTransactionId;
 
 		/*
 		 * The table may have been truncated or rewritten: a remembered
@@ -372,6 +379,29 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 	}
 }
 
+/*
+ * The size of the marks table, in blocks, at least as known to this
+ * subtransaction.  The table cannot shrink while we hold a lock on it:
+ * VACUUM truncates it under an exclusive lock.  Our lock is held from
+ * marks_open to the end of the subtransaction that took it, or of its
+ * parent if it commits: so the size read once in a subtransaction stays
+ * a bound in it, and a version beyond it (the table grew) is simply not
+ * taken.  TRUNCATE, by our own transaction, gives the table a new file
+ * and its relcache entry an invalidation, which forgets the size.
+ */
+static BlockNumber
+marks_nblocks(MarksRel *m)
+{
+	if (nblocks_lxid != MyProc->lxid ||
+		nblocks_subid != GetCurrentSubTransactionId())
+	{
+		nblocks = RelationGetNumberOfBlocks(m->heap);
+		nblocks_lxid = MyProc->lxid;
+		nblocks_subid = GetCurrentSubTransactionId();
+	}
+	return nblocks;
+}
+
 /* Whether the resource of the mark version tuple is m's. */
 static bool
 marks_key_equal(MarksRel *m, HeapTuple tuple)
@@ -404,16 +434,19 @@ marks_key_equal(MarksRel *m, HeapTuple tuple)
  * it, or the key comparison; then the caller looks the mark up.  tid must
  * be within the table: the callers' addresses are of versions this
  * transaction holds, and a truncation or rewrite of the table makes them
- * forget every address (marks_table_init).
+ * forget every address (marks_table_init).  An address from elsewhere
+ * (anywhere) is first checked to be within the table.
  */
 bool
-marks_fetch(MarksRel *m, ItemPointer tid, HeapTuple *tuple)
+marks_fetch(MarksRel *m, ItemPointer tid, bool anywhere, HeapTuple *tuple)
 {
 	SnapshotData dirty;
 	HeapTupleData fetched;
 	Buffer		buffer;
 	bool		invisible = false;
 
+	if (anywhere && ItemPointerGetBlockNumber(tid) >= marks_nblocks(m))
+		return false;
 	InitDirtySnapshot(dirty);
 	fetched.t_self = *tid;
 	if (!heap_fetch(m->heap, &dirty, &fetched, &buffer, false))

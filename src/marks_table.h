@@ -49,7 +49,8 @@ extern void marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode);
 extern void marks_close(MarksRel *m);
 
 extern bool marks_find(MarksRel *m, HeapTuple *tuple);
-extern bool marks_fetch(MarksRel *m, ItemPointer tid, HeapTuple *tuple);
+extern bool marks_fetch(MarksRel *m, ItemPointer tid, bool anywhere,
+						HeapTuple *tuple);
 extern bool marks_fetch_visible(MarksRel *m, FenceToken *mark);
 extern bool marks_fetch_newest(MarksRel *m, FenceToken *mark);
 extern FenceToken marks_token_of(MarksRel *m, HeapTuple tuple);
