@@ -15,12 +15,18 @@ OBJS = \
 	src/attach.o \
 	src/ddl_guard.o \
 	src/declared.o \
+	src/extension.o \
 	src/fence_guard.o \
 	src/fence_token.o \
 	src/fenced_lock.o \
 	src/fencing.o \
 	src/guard_config.o \
 	src/marks.o \
+	src/marks_cache.o \
+	src/marks_hint.o \
+	src/marks_sql.o \
+	src/marks_table.o \
+	src/marks_write.o \
 	src/redis_cluster.o \
 	src/redis_conn.o \
 	src/redis_hostport.o \
@@ -29,6 +35,7 @@ OBJS = \
 	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \
+	src/resource_template.o \
 	src/stats.o \
 	src/token_parse.o
 

@@ -474,8 +474,9 @@ INSERT INTO orders VALUES (90, 1000, 'x');
 SELECT fence_truncate_guard();
 
 -- the marks table is read and written with heap calls: a table altered
--- by hand is refused, not misread (access method, column count, names and
--- types are checked; a rename is the change a test can undo)
+-- by hand is refused, not misread (access method, persistence, column
+-- count, names and types, and the primary key are checked; a rename is
+-- the change a test can undo)
 CREATE TABLE shape (id int, tok fence_token);
 CREATE TRIGGER fence BEFORE INSERT ON shape
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'shape:{id}');
@@ -485,6 +486,32 @@ SELECT fence_advance('shape:1', 1);
 ALTER TABLE fence_high_water RENAME COLUMN moved TO moved_at;
 INSERT INTO shape VALUES (1, 1);
 SELECT token FROM fence_marks WHERE resource = 'shape:1';
+-- an unlogged marks table, which a crash would empty, is refused
+ALTER TABLE fence_high_water SET UNLOGGED;
+INSERT INTO shape VALUES (2, 1);
+ALTER TABLE fence_high_water SET LOGGED;
+-- so is a primary key the scans would misread: on another column, or
+-- under another collation than "C"
+BEGIN;
+DELETE FROM fence_high_water;
+ALTER TABLE fence_high_water DROP CONSTRAINT fence_high_water_pkey,
+	ADD PRIMARY KEY (token);
+INSERT INTO shape VALUES (2, 1);
+ROLLBACK;
+BEGIN;
+ALTER TABLE fence_high_water DROP CONSTRAINT fence_high_water_pkey,
+	ADD PRIMARY KEY (resource, token);
+INSERT INTO shape VALUES (2, 1);
+ROLLBACK;
+-- (the view fence_marks keeps the column's collation from being altered:
+-- the catalog is edited instead, as a hand-made restore could leave it)
+BEGIN;
+UPDATE pg_index SET indcollation = '951'
+	WHERE indexrelid = 'fence_high_water_pkey'::regclass;
+INSERT INTO shape VALUES (2, 1);
+ROLLBACK;
+INSERT INTO shape VALUES (2, 1);
+SELECT token FROM fence_marks WHERE resource = 'shape:2';
 DROP TABLE shape;
 
 DROP TABLE orders, order_items;

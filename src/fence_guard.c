@@ -52,7 +52,6 @@
 #include "replica.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
-#include "utils/numeric.h"
 #include "utils/rel.h"
 
 /*
@@ -110,56 +109,8 @@ static const char *
 guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 			   TupleDesc tupdesc)
 {
-	StringInfoData buf;
-	int			i;
-
-	/*
-	 * A template without placeholders names one resource for every row,
-	 * its length checked when the template was parsed.
-	 */
-	if (config->nparts == 1 && config->parts[0].literal != NULL)
-		return config->parts[0].literal;
-
-	initStringInfo(&buf);
-	for (i = 0; i < config->nparts; i++)
-	{
-		TemplatePart *part = &config->parts[i];
-		Datum		value;
-		bool		isnull;
-
-		if (part->literal != NULL)
-		{
-			appendStringInfoString(&buf, part->literal);
-			continue;
-		}
-		value = heap_getattr(tuple, part->attnum, tupdesc, &isnull);
-		if (isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("column \"%s\" of the resource of trigger \"%s\" is null",
-							NameStr(TupleDescAttr(tupdesc, part->attnum - 1)->attname),
-							trigger->tgname),
-					 errdetail("A fenced row must name its resource.")));
-		/*
-		 * Values that compare equal must name one resource: numeric 42 and
-		 * 42.0, character(n) with or without trailing blanks.
-		 */
-		if (part->basetype == NUMERICOID)
-			appendStringInfoString(&buf, numeric_normalize(DatumGetNumeric(value)));
-		else if (part->basetype == BPCHAROID)
-		{
-			char	   *text = OutputFunctionCall(&part->output, value);
-			int			len = strlen(text);
-
-			while (len > 0 && text[len - 1] == ' ')
-				len--;
-			appendBinaryStringInfo(&buf, text, len);
-		}
-		else
-			appendStringInfoString(&buf, OutputFunctionCall(&part->output, value));
-	}
-	resource_name_check(buf.data, buf.len);
-	return buf.data;
+	return resource_template_name(config->parts, config->nparts, tuple,
+								  tupdesc, trigger->tgname);
 }
 
 /*

@@ -33,5 +33,7 @@ extern MarksAcquireResult marks_raise_for_holder(const char *resource,
 												TimestampTz deadline);
 extern bool marks_read(const char *resource, FenceToken *mark);
 extern bool marks_read_newest(const char *resource, FenceToken *mark);
+extern FenceToken marks_advance(const char *resource, FenceToken token);
+extern bool marks_forget(const char *resource);
 
 #endif							/* MARKS_H */
