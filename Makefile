@@ -15,12 +15,18 @@ OBJS = \
 	src/attach.o \
 	src/ddl_guard.o \
 	src/declared.o \
+	src/extension.o \
 	src/fence_guard.o \
 	src/fence_token.o \
 	src/fenced_lock.o \
 	src/fencing.o \
 	src/guard_config.o \
 	src/marks.o \
+	src/marks_cache.o \
+	src/marks_hint.o \
+	src/marks_sql.o \
+	src/marks_table.o \
+	src/marks_write.o \
 	src/redis_cluster.o \
 	src/redis_cluster_map.o \
 	src/redis_conn.o \
@@ -31,8 +37,9 @@ OBJS = \
 	src/redis_sentinel.o \
 	src/redis_settings.o \
 	src/replica.o \
-	src/resource_name.o \
 	src/resource_map.o \
+	src/resource_name.o \
+	src/resource_template.o \
 	src/session_state.o \
 	src/stale_hint.o \
 	src/stats.o \

@@ -151,8 +151,26 @@ SELECT count(*) AS declared, count(DISTINCT resource) AS distinct_resources,
 SELECT bad_try($$SELECT fence_use(NULL, 1)$$) AS use_null_resource,
 	bad_try($$SELECT fence_use('bi:null', 1, NULL)$$) AS use_null_is_local,
 	bad_try($$SELECT fence_use('bi:null', NULL)$$) AS use_null_token_withdraws;
--- a transaction-local declaration outside a transaction block: a warning
+-- a transaction-local declaration outside a transaction block: an error
+-- (25P01), since it would end with its own statement
 SELECT fence_use('bi:local', 1, true);
+\echo :LAST_ERROR_SQLSTATE
+-- several statements sent as one query string are one implicit
+-- transaction block: the declaration holds for the statements after it
+SELECT fence_use('bi:local', 1, true) \; SELECT resource, token FROM fence_declared() WHERE is_local;
+SELECT count(*) AS declared_after_the_string FROM fence_declared() WHERE is_local;
+-- a procedure CALLed outside BEGIN runs in no transaction block either
+CREATE PROCEDURE bi_declare_local() LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM fence_use('bi:local', 1, true);
+END $$;
+CALL bi_declare_local();
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+CALL bi_declare_local();
+SELECT resource, token FROM fence_declared() WHERE is_local;
+COMMIT;
+DROP PROCEDURE bi_declare_local();
 SELECT bad_try($$SELECT fence_advance(NULL, 1)$$) AS advance_null_resource,
 	bad_try($$SELECT fence_advance('bi:null', NULL)$$) AS advance_null_token,
 	bad_try($$SELECT fence_forget(NULL)$$) AS forget_null;

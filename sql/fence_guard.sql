@@ -163,10 +163,13 @@ UPDATE orders SET status = 'shipped' WHERE order_id = 42;
 INSERT INTO order_items (order_id, line, qty) VALUES (42, 3, 7);
 SELECT * FROM orders ORDER BY order_id;
 SELECT * FROM order_items ORDER BY line;
--- a token in the statement wins over the declared one
+-- with a token declared, a token in the statement is ignored: the row
+-- carries the declared one
 INSERT INTO order_items VALUES (42, 4, 36, 1);
+SELECT tok FROM order_items WHERE line = 4;
 SELECT fence_mark('order:42');
--- now the declared token is stale, for DELETE too
+-- a newer holder raises the mark: the declared token is stale, for DELETE too
+SELECT fence_advance('order:42', 36);
 DELETE FROM order_items WHERE order_id = 42 AND line = 1;
 -- the declaration is per resource
 INSERT INTO orders (order_id, status) VALUES (44, 'new');
@@ -471,8 +474,9 @@ INSERT INTO orders VALUES (90, 1000, 'x');
 SELECT fence_truncate_guard();
 
 -- the marks table is read and written with heap calls: a table altered
--- by hand is refused, not misread (access method, column count, names and
--- types are checked; a rename is the change a test can undo)
+-- by hand is refused, not misread (access method, persistence, column
+-- count, names and types, and the primary key are checked; a rename is
+-- the change a test can undo)
 CREATE TABLE shape (id int, tok fence_token);
 CREATE TRIGGER fence BEFORE INSERT ON shape
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'shape:{id}');
@@ -482,6 +486,32 @@ SELECT fence_advance('shape:1', 1);
 ALTER TABLE fence_high_water RENAME COLUMN moved TO moved_at;
 INSERT INTO shape VALUES (1, 1);
 SELECT token FROM fence_marks WHERE resource = 'shape:1';
+-- an unlogged marks table, which a crash would empty, is refused
+ALTER TABLE fence_high_water SET UNLOGGED;
+INSERT INTO shape VALUES (2, 1);
+ALTER TABLE fence_high_water SET LOGGED;
+-- so is a primary key the scans would misread: on another column, or
+-- under another collation than "C"
+BEGIN;
+DELETE FROM fence_high_water;
+ALTER TABLE fence_high_water DROP CONSTRAINT fence_high_water_pkey,
+	ADD PRIMARY KEY (token);
+INSERT INTO shape VALUES (2, 1);
+ROLLBACK;
+BEGIN;
+ALTER TABLE fence_high_water DROP CONSTRAINT fence_high_water_pkey,
+	ADD PRIMARY KEY (resource, token);
+INSERT INTO shape VALUES (2, 1);
+ROLLBACK;
+-- (the view fence_marks keeps the column's collation from being altered:
+-- the catalog is edited instead, as a hand-made restore could leave it)
+BEGIN;
+UPDATE pg_index SET indcollation = '951'
+	WHERE indexrelid = 'fence_high_water_pkey'::regclass;
+INSERT INTO shape VALUES (2, 1);
+ROLLBACK;
+INSERT INTO shape VALUES (2, 1);
+SELECT token FROM fence_marks WHERE resource = 'shape:2';
 DROP TABLE shape;
 
 DROP TABLE orders, order_items;

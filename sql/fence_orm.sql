@@ -1,5 +1,6 @@
--- ORMs write every loaded column back: a declared token is never lowered
--- by the statement's
+-- ORMs write every loaded column back: when a token is declared for the
+-- write's resource, the write carries the declared token, whatever the
+-- statement sets (lower or higher)
 
 CREATE TABLE app_order (id int PRIMARY KEY, status text, tok fence_token);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON app_order
@@ -15,6 +16,26 @@ SELECT fence_mark('order:42');
 SELECT fence_use('order:42', NULL);
 -- the stale holder A, at 33, is now rejected
 UPDATE "app_order" SET "status" = 'refunded', "tok" = 33 WHERE "app_order"."id" = 42;
+
+-- section: a stalled holder echoing the newer holder's token. A declared
+-- 33 and stalled; B (34) wrote the row; A then loads the row, now at 34,
+-- and saves every column, Django style: the write carries A's declared 33
+-- and is rejected, B's work stays
+INSERT INTO app_order VALUES (60, 'new', 30);
+SELECT fence_use('order:60', 33);
+-- B writes with its token (played here by withdrawing A's declaration;
+-- the isolation spec declared_echo plays A and B in two sessions)
+SELECT fence_use('order:60', NULL);
+UPDATE app_order SET status = 'paid', tok = 34 WHERE id = 60;
+SELECT fence_use('order:60', 33);
+UPDATE "app_order" SET "status" = 'refunded', "tok" = 34 WHERE "app_order"."id" = 60;
+-- the same with Hibernate's static all-column UPDATE, as a prepared statement
+PREPARE hibernate_echo (text, fence_token, int) AS
+	update app_order set status=$1, tok=$2 where id=$3;
+EXECUTE hibernate_echo('refunded', 34, 60);
+DEALLOCATE hibernate_echo;
+SELECT fence_use('order:60', NULL);
+SELECT * FROM app_order WHERE id = 60;
 
 -- section: Hibernate without @DynamicUpdate: one static UPDATE listing
 -- every updatable column, as a prepared statement
@@ -38,9 +59,10 @@ SELECT fence_use('order:43', NULL);
 SELECT fence_use('order:42', 36);
 UPDATE app_order SET tok = 36 WHERE id = 42;
 SELECT tok FROM app_order WHERE id = 42;
--- declared, statement sets a higher token: the statement's
+-- declared, statement sets a higher token: the declared one, stamped
 UPDATE app_order SET tok = 40 WHERE id = 42;
 SELECT tok FROM app_order WHERE id = 42;
+SELECT fence_mark('order:42');
 SELECT fence_use('order:42', 41);
 -- declared, statement sets a lower token: the declared one, stamped
 UPDATE app_order SET tok = 2 WHERE id = 42;

@@ -12,10 +12,8 @@
  * transaction ends, so that no write slips between the scan and the
  * guard.  Marks are raised through fence_advance(), never lowered.
  *
- * The resource of a row is computed by the same rules as the guard's
- * (fence_guard.c), from the template read as the guard reads it
- * (guard_config.c): a placeholder takes its column's text output, numeric
- * values without trailing zeros and character(n) without trailing blanks.
+ * The resource of a row is computed by the SQL twin of the guard's rule,
+ * from the template read as the guard reads it (resource_template.c).
  *
  * The triggers are created with CREATE TRIGGER as the calling user, the
  * table's owner, who therefore needs EXECUTE on fence_guard() as for
@@ -36,14 +34,13 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "extension.h"
 #include "fence_token.h"
 #include "fencing_errcodes.h"
 #include "funcapi.h"
-#include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
+#include "resource_template.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -58,15 +55,6 @@
 
 PG_FUNCTION_INFO_V1(fence_attach);
 PG_FUNCTION_INFO_V1(fence_detach);
-
-/* The OID of function name in the extension's schema. */
-static Oid
-attach_func(Oid extnsp, const char *name, int nargs, Oid *argtypes)
-{
-	return LookupFuncName(list_make2(makeString(get_namespace_name(extnsp)),
-									 makeString(pstrdup(name))),
-						  nargs, argtypes, false);
-}
 
 /* Refuse unless the current user owns relid. */
 static void
@@ -110,47 +98,11 @@ attach_column(Relation rel, const char *name, const char *what)
 	return NULL;				/* keep compiler quiet */
 }
 
-/*
- * The SQL expression naming a row's resource by template, and in *notnull
- * the condition that every placeholder column is set; both over the
- * columns of rel.
- */
-static char *
-attach_resource_sql(Relation rel, const char *template, StringInfo notnull)
+/* The type of a resource column of fence_attach's template. */
+static Oid
+attach_resource_column(Relation rel, const char *name)
 {
-	StringInfoData expr;
-	StringInfoData piece;
-	const char *p = template;
-	TemplatePiece kind;
-
-	initStringInfo(&expr);
-	initStringInfo(&piece);
-	appendStringInfoString(&expr, "''");
-	while ((kind = guard_template_next(&p, &piece)) != TEMPLATE_END)
-	{
-		if (kind == TEMPLATE_LITERAL)
-			appendStringInfo(&expr, " OPERATOR(pg_catalog.||) %s",
-							 quote_literal_cstr(piece.data));
-		else if (kind == TEMPLATE_COLUMN)
-		{
-			const char *name = piece.data;
-			const char *col;
-			Oid			basetype;
-
-			basetype = getBaseType(attach_column(rel, name, "resource column")->atttypid);
-			col = quote_identifier(name);
-			if (basetype == NUMERICOID)
-				appendStringInfo(&expr, " OPERATOR(pg_catalog.||) pg_catalog.format('%%s', pg_catalog.trim_scale(%s))", col);
-			else if (basetype == BPCHAROID)
-				appendStringInfo(&expr, " OPERATOR(pg_catalog.||) pg_catalog.rtrim(pg_catalog.format('%%s', %s), ' ')", col);
-			else
-				appendStringInfo(&expr, " OPERATOR(pg_catalog.||) pg_catalog.format('%%s', %s)", col);
-			appendStringInfo(notnull, " AND %s IS NOT NULL", col);
-		}
-		else
-			guard_template_refuse(template, NULL, kind);
-	}
-	return expr.data;
+	return attach_column(rel, name, "resource column")->atttypid;
 }
 
 /* Run one command built by this file, failing loudly. */
@@ -177,14 +129,10 @@ static int64
 attach_seed(Oid relid, Oid extnsp, const char *token_column,
 			const char *resource_sql, const char *notnull_sql)
 {
-	Oid			argtypes[2] = {TEXTOID, InvalidOid};
-	Oid			advance;
+	Oid			advance = extension_advance_func(extnsp);
 	StringInfoData sql;
 	Portal		portal;
 	int64		seeded = 0;
-
-	argtypes[1] = fence_token_type(extnsp);
-	advance = attach_func(extnsp, "fence_advance", 2, argtypes);
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT %s, %s.max(%s) FROM %s WHERE %s IS NOT NULL%s GROUP BY 1",
@@ -280,9 +228,9 @@ fence_attach(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 	const char *token_column;
 	const char *template;
-	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			guard = attach_func(extnsp, "fence_guard", 0, NULL);
-	Oid			truncate_guard = attach_func(extnsp, "fence_truncate_guard", 0, NULL);
+	Oid			extnsp = extension_schema_of_call(fcinfo);
+	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
+	Oid			truncate_guard = extension_func(extnsp, "fence_truncate_guard", 0, NULL);
 	StringInfoData args;
 	StringInfoData notnull;
 	char	   *resource_sql = NULL;
@@ -318,7 +266,9 @@ fence_attach(PG_FUNCTION_ARGS)
 						 attach_table_sql(relid), quote_identifier(token_column))));
 	initStringInfo(&notnull);
 	if (template[0] != '\0')
-		resource_sql = attach_resource_sql(rel, template, &notnull);
+		resource_sql = resource_template_sql(rel, template,
+											 attach_resource_column,
+											 &notnull);
 	table_close(rel, NoLock);
 
 	foreach(lc, tables)
@@ -391,14 +341,14 @@ Datum
 fence_detach(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Oid			extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	Oid			extnsp = extension_schema_of_call(fcinfo);
 	Oid			funcs[2];
 	List	   *tables;
 	ListCell   *lc;
 	int32		dropped = 0;
 
-	funcs[0] = attach_func(extnsp, "fence_guard", 0, NULL);
-	funcs[1] = attach_func(extnsp, "fence_truncate_guard", 0, NULL);
+	funcs[0] = extension_func(extnsp, "fence_guard", 0, NULL);
+	funcs[1] = extension_func(extnsp, "fence_truncate_guard", 0, NULL);
 	tables = attach_lock_tables(relid);
 
 	SPI_connect();

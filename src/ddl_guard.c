@@ -55,13 +55,13 @@
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "extension.h"
 #include "fence_token.h"
 #include "fencing_errcodes.h"
-#include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
 #include "parser/parse_type.h"
+#include "resource_template.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -82,16 +82,10 @@ PG_FUNCTION_INFO_V1(fence_ddl_guard);
 static void
 ddl_guard_funcs(FunctionCallInfo fcinfo, GuardFuncs *funcs)
 {
-	char	   *nspname;
-
-	funcs->extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	nspname = get_namespace_name(funcs->extnsp);
-	funcs->guard = LookupFuncName(list_make2(makeString(nspname),
-											 makeString("fence_guard")),
-								  0, NULL, false);
-	funcs->truncate_guard = LookupFuncName(list_make2(makeString(nspname),
-													  makeString("fence_truncate_guard")),
-										   0, NULL, false);
+	funcs->extnsp = extension_schema_of_call(fcinfo);
+	funcs->guard = extension_func(funcs->extnsp, "fence_guard", 0, NULL);
+	funcs->truncate_guard = extension_func(funcs->extnsp,
+										   "fence_truncate_guard", 0, NULL);
 }
 
 /*
@@ -343,7 +337,7 @@ ddl_template_names(const char *template, const char *column)
 	TemplatePiece kind;
 
 	initStringInfo(&piece);
-	while ((kind = guard_template_next(&p, &piece)) == TEMPLATE_LITERAL ||
+	while ((kind = resource_template_next(&p, &piece)) == TEMPLATE_LITERAL ||
 		   kind == TEMPLATE_COLUMN)
 	{
 		if (kind == TEMPLATE_COLUMN && strcmp(piece.data, column) == 0)

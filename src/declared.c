@@ -219,10 +219,18 @@ fence_use(PG_FUNCTION_ARGS)
 	if (!is_local && !PG_ARGISNULL(1))
 		session_state_check("fence_use() without is_local");
 
+	/*
+	 * A transaction-local declaration made by a statement of its own would
+	 * end with that statement and fence nothing; refuse it rather than let
+	 * the caller believe its next statement carries the token.  Several
+	 * statements sent as one query string form an implicit transaction
+	 * block and may declare for the statements after.
+	 */
 	if (is_local && !IsTransactionBlock())
-		ereport(WARNING,
+		ereport(ERROR,
 				(errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
-				 errmsg("fence_use with is_local can only be used in transaction blocks")));
+				 errmsg("fence_use with is_local can only be used in transaction blocks"),
+				 errhint("Call it after BEGIN, in the transaction that writes, or in the same query string as the write.")));
 
 	if (PG_ARGISNULL(1))
 		declared_clear(resource, is_local);

@@ -23,8 +23,8 @@
  * sets it (for UPDATE: when the column is assigned, so that an UPDATE that
  * does not mention it cannot pass on the old row's token), else the token
  * declared for the resource (declared.c), stamped into the row, else the
- * write is rejected; a declared token is never lowered by the statement's
- * (guard_token).  DELETE has only the declared token.
+ * write is rejected; a declared token overrides the statement's, lower
+ * or higher (guard_token).  DELETE has only the declared token.
  *
  * IDENTIFICATION
  *	  src/fence_guard.c
@@ -47,12 +47,12 @@
 #include "marks.h"
 #include "pg_compat.h"
 #include "resource_name.h"
+#include "stale_hint.h"
 #include "stats.h"
 #include "nodes/bitmapset.h"
 #include "replica.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
-#include "utils/numeric.h"
 #include "utils/rel.h"
 
 /*
@@ -110,56 +110,8 @@ static const char *
 guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 			   TupleDesc tupdesc)
 {
-	StringInfoData buf;
-	int			i;
-
-	/*
-	 * A template without placeholders names one resource for every row,
-	 * its length checked when the template was parsed.
-	 */
-	if (config->nparts == 1 && config->parts[0].literal != NULL)
-		return config->parts[0].literal;
-
-	initStringInfo(&buf);
-	for (i = 0; i < config->nparts; i++)
-	{
-		TemplatePart *part = &config->parts[i];
-		Datum		value;
-		bool		isnull;
-
-		if (part->literal != NULL)
-		{
-			appendStringInfoString(&buf, part->literal);
-			continue;
-		}
-		value = heap_getattr(tuple, part->attnum, tupdesc, &isnull);
-		if (isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("column \"%s\" of the resource of trigger \"%s\" is null",
-							NameStr(TupleDescAttr(tupdesc, part->attnum - 1)->attname),
-							trigger->tgname),
-					 errdetail("A fenced row must name its resource.")));
-		/*
-		 * Values that compare equal must name one resource: numeric 42 and
-		 * 42.0, character(n) with or without trailing blanks.
-		 */
-		if (part->basetype == NUMERICOID)
-			appendStringInfoString(&buf, numeric_normalize(DatumGetNumeric(value)));
-		else if (part->basetype == BPCHAROID)
-		{
-			char	   *text = OutputFunctionCall(&part->output, value);
-			int			len = strlen(text);
-
-			while (len > 0 && text[len - 1] == ' ')
-				len--;
-			appendBinaryStringInfo(&buf, text, len);
-		}
-		else
-			appendStringInfoString(&buf, OutputFunctionCall(&part->output, value));
-	}
-	resource_name_check(buf.data, buf.len);
-	return buf.data;
+	return resource_template_name(config->parts, config->nparts, tuple,
+								  tupdesc, trigger->tgname);
 }
 
 /*
@@ -199,13 +151,13 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
  * The token a write to resource carries, by the precedence the README
  * documents:
  *
- * - the statement sets T and the session or transaction declared D for
- *	 the resource: the higher of the two.  A declared token is never
- *	 lowered by a statement: ORMs write every loaded column back, the
- *	 token as it was loaded included;
- * - the statement sets T (not NULL), nothing declared: T;
- * - the statement does not set it, or sets it to NULL, and D is declared:
- *	 D;
+ * - the session or transaction declared D for the resource: D, whatever
+ *	 the statement sets.  The declaration is the holder's word; a statement
+ *	 token, lower or higher, is ignored and the row stamped with D.  ORMs
+ *	 write every loaded column back, and the row loaded may carry a newer
+ *	 holder's token: letting the higher one win would let a stale holder
+ *	 write with its successor's token;
+ * - nothing declared, the statement sets T (not NULL): T;
  * - neither: the write is rejected.
  *
  * *stamp says whether the token differs from the row's, which must then
@@ -216,27 +168,22 @@ guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
 			Trigger *trigger, Relation rel, AttrNumber attnum, bool *stamp)
 {
 	FenceToken	declared = 0;
-	bool		have_declared = resource != NULL &&
-		declared_lookup(resource, &declared);
+	bool		isnull = true;
+	Datum		value = (Datum) 0;
 
 	if (statement_sets)
-	{
-		bool		isnull;
-		Datum		value = heap_getattr(newtuple, attnum,
-										 RelationGetDescr(rel), &isnull);
+		value = heap_getattr(newtuple, attnum, RelationGetDescr(rel), &isnull);
 
-		if (!isnull && (!have_declared || DatumGetFenceToken(value) >= declared))
-		{
-			*stamp = false;
-			return DatumGetFenceToken(value);
-		}
-		if (isnull && !have_declared)
-			guard_no_token(resource, trigger, rel, trigger->tgargs[0], true);
+	if (resource != NULL && declared_lookup(resource, &declared))
+	{
+		*stamp = isnull || DatumGetFenceToken(value) != declared;
+		return declared;
 	}
-	else if (!have_declared)
-		guard_no_token(resource, trigger, rel, trigger->tgargs[0], false);
-	*stamp = true;
-	return declared;
+	if (!statement_sets || isnull)
+		guard_no_token(resource, trigger, rel, trigger->tgargs[0],
+					   statement_sets);
+	*stamp = false;
+	return DatumGetFenceToken(value);
 }
 
 /* Write token into the token column of tuple. */
@@ -251,6 +198,38 @@ guard_stamp(HeapTuple tuple, TupleDesc tupdesc, AttrNumber attnum,
 	cols[0] = attnum;
 	values[0] = FenceTokenGetDatum(token);
 	return heap_modify_tuple_by_cols(tuple, tupdesc, 1, cols, values, nulls);
+}
+
+/*
+ * In resource scope the old row's own token is a floor under the mark: a
+ * row written at 35 must not be overwritten at 1 where its resource's mark
+ * was forgotten (fence_forget_idle), never restored, or created anew below
+ * it by a later INSERT.  The token is in the trigger tuple already, so
+ * this costs no lookup.  Checked after the mark, so that the mark is
+ * what a rejection names whenever it alone refuses the write.
+ */
+static void
+guard_row_floor(const char *resource, HeapTuple oldtuple, Relation rel,
+				AttrNumber attnum, FenceToken token)
+{
+	char		offered[FENCE_TOKEN_TEXT_LEN];
+	char		floor[FENCE_TOKEN_TEXT_LEN];
+	bool		isnull;
+	Datum		value = heap_getattr(oldtuple, attnum, RelationGetDescr(rel),
+									 &isnull);
+
+	if (isnull || token >= DatumGetFenceToken(value))
+		return;
+	stats_count(STATS_REJECTED_STALE);
+	fence_token_to_cstring(token, offered);
+	fence_token_to_cstring(DatumGetFenceToken(value), floor);
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_STALE_TOKEN),
+			 errmsg("stale fence token for resource \"%s\"", resource),
+			 errdetail("Token %s is below the token %s that the row of table \"%s\" carries.",
+					   offered, floor, RelationGetRelationName(rel)),
+			 errhint("A newer lock holder has written this row; acquire the lock again for a new token."),
+			 stale_hint_token_sources(token, DatumGetFenceToken(value))));
 }
 
 /* Row scope: the row's own token column is its mark. */
@@ -333,6 +312,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 									attnum, &stamp);
 		moving_row.valid = false;
 		marks_check(old_resource, old_token, config->strict);
+		guard_row_floor(old_resource, oldtuple, rel, attnum, old_token);
 		return oldtuple;
 	}
 
@@ -356,7 +336,11 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
 	if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)
+	{
 		marks_check(new_resource, new_token, config->strict);
+		if (old_resource != NULL)
+			guard_row_floor(new_resource, oldtuple, rel, attnum, new_token);
+	}
 	else
 	{
 		/*
@@ -376,6 +360,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 			marks_check(new_resource, new_token, config->strict);
 			marks_check(old_resource, old_token, config->strict);
 		}
+		guard_row_floor(old_resource, oldtuple, rel, attnum, old_token);
 	}
 
 	/* Only a partition's row can move to another partition. */

@@ -88,6 +88,7 @@
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -157,6 +158,14 @@
 #define FENCED_PRUNE_THRESHOLD		1024
 #define FENCED_PRUNE_GRACE			1000	/* ms after expiry */
 
+/*
+ * Times an acquisition whose raise found the mark at or above its token
+ * (recorded after the script read the mark) gives the lock back and tries
+ * again; the next attempt's script reads the newer mark and repairs past
+ * it.
+ */
+#define FENCED_RAISE_ROUNDS			3
+
 /* Settings. */
 static char *fencing_redis_lock_key = NULL;
 static char *fencing_redis_token_key = NULL;
@@ -164,6 +173,7 @@ static int	fencing_default_ttl = FENCED_DEFAULT_TTL;
 static int	fencing_default_wait = FENCED_DEFAULT_WAIT;
 static int	fencing_redis_wait_replicas = 0;
 static int	fencing_redis_wait_timeout = FENCED_DEFAULT_WAIT_TIMEOUT;
+static bool fencing_acquire_raises_mark = true;
 
 /*
  * What this session holds, or may hold, of one resource: a lease; or a
@@ -280,6 +290,15 @@ fenced_lock_init(void)
 							PGC_SUSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("fencing.acquire_raises_mark",
+							 "Whether fenced_acquire() and fenced_acquire_xact() raise the resource's high-water mark to the token they return.",
+							 "On, every older token is stale for the resource from the acquisition on, before the new holder writes.  Turn it off for lock names that guard no table, whose marks would only fill fence_high_water.",
+							 &fencing_acquire_raises_mark,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 }
 
 /* The resource argument: neither NULL, nor empty, nor too long. */
@@ -392,6 +411,14 @@ typedef struct XactOwner
 static MemoryContext xact_cxt = NULL;
 static List *xact_resources = NIL;
 static List *xact_unknown = NIL;
+
+/*
+ * Session leases acquired in the current transaction (XactOwner *, in
+ * xact_cxt): if it aborts, their raises of the marks are undone, and a
+ * token the marks have no record of must not stay with a holder, so they
+ * are given back too.
+ */
+static List *xact_session_acquired = NIL;
 
 /* Releases being sent where nothing may throw; reset after each batch. */
 static MemoryContext release_cxt = NULL;
@@ -606,8 +633,8 @@ lease_maybe_add(Lease *lease, const char *owner, TimestampTz until)
  *		of an attempt whose outcome is unknown, or of a transaction lease
  *		whose release failed.
  */
-static void
-xact_remember(const char *resource, const char *owner)
+static List *
+xact_owner_append(List *list, const char *resource, const char *owner)
 {
 	MemoryContext old;
 	XactOwner  *x;
@@ -620,8 +647,15 @@ xact_remember(const char *resource, const char *owner)
 	x = palloc(sizeof(XactOwner));
 	x->resource = pstrdup(resource);
 	strlcpy(x->owner, owner, FENCED_OWNER_LEN);
-	xact_unknown = lappend(xact_unknown, x);
+	list = lappend(list, x);
 	MemoryContextSwitchTo(old);
+	return list;
+}
+
+static void
+xact_remember(const char *resource, const char *owner)
+{
+	xact_unknown = xact_owner_append(xact_unknown, resource, owner);
 }
 
 /*
@@ -967,6 +1001,40 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 }
 
 /*
+ * fenced_raise_mark
+ *		Raise the mark of resource to the token just issued under owner, in
+ *		the calling transaction, so that every older token is stale from the
+ *		acquisition on (README, "Fencing from the acquisition on").
+ *
+ * If the mark is held by an older writer's open transaction for longer
+ * than the acquisition may wait, or is already at or above the token (a
+ * token recorded since the script read the mark), the lock is given back
+ * and the result says which.  A raise that fails leaves the owner with
+ * the transaction, which gives the lock back when it aborts.
+ */
+static MarksAcquireResult
+fenced_raise_mark(const char *resource, const char *lock_key,
+				  const char *owner, int ttl_ms, bool xact, FenceToken token,
+				  TimestampTz deadline)
+{
+	MarksAcquireResult result;
+
+	PG_TRY();
+	{
+		result = marks_raise_for_holder(resource, token, deadline);
+	}
+	PG_CATCH();
+	{
+		xact_remember(resource, owner);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (result != MARKS_ACQUIRE_RAISED)
+		fenced_give_back(resource, lock_key, owner, ttl_ms, xact);
+	return result;
+}
+
+/*
  * Releases sent together where nothing may throw: one EVAL of the release
  * script per resource, with the owners its lock may be held under.  EVAL
  * rather than EVALSHA, so that a server that lost its script cache costs
@@ -1116,6 +1184,7 @@ xact_forget(void)
 {
 	xact_resources = NIL;
 	xact_unknown = NIL;
+	xact_session_acquired = NIL;
 	if (xact_cxt != NULL)
 		MemoryContextReset(xact_cxt);
 }
@@ -1128,14 +1197,31 @@ xact_forget(void)
  *		transaction too (declared.c).
  */
 void
-fenced_lock_at_xact_end(void)
+fenced_lock_at_xact_end(bool commit)
 {
 	ReleaseBatch batch;
 	ListCell   *lc;
 
-	if (xact_resources == NIL && xact_unknown == NIL)
+	if (xact_resources == NIL && xact_unknown == NIL &&
+		(commit || xact_session_acquired == NIL))
+	{
+		xact_session_acquired = NIL;
 		return;
+	}
 	release_batch_init(&batch);
+	foreach(lc, commit ? NIL : xact_session_acquired)
+	{
+		XactOwner  *x = lfirst(lc);
+		Lease	   *lease = lease_lookup(x->resource);
+
+		if (lease == NULL || !lease->held || lease->xact ||
+			strcmp(lease->owner, x->owner) != 0)
+			continue;			/* released or taken again meanwhile */
+		release_batch_add_lease(&batch, lease);
+		lease_end(lease);
+		lease_maybe_clear(lease);
+		lease_forget_if_empty(lease);
+	}
 	foreach(lc, xact_resources)
 	{
 		Lease	   *lease = lease_lookup(lfirst(lc));
@@ -1175,6 +1261,17 @@ fenced_lock_pre_prepare(void)
 					 errdetail("The lock on resource \"%s\" ends with the transaction, not with COMMIT PREPARED.",
 							   lease->key.resource),
 					 errhint("Release it with fenced_release() first, or take it with fenced_acquire().")));
+	}
+	if (xact_session_acquired != NIL)
+	{
+		XactOwner  *x = linitial(xact_session_acquired);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot PREPARE a transaction that took a Redis lock with fenced_acquire()"),
+				 errdetail("The acquisition raised the mark of resource \"%s\", and the lock must be given back if that raise is rolled back, which COMMIT PREPARED or ROLLBACK PREPARED would decide in another session.",
+						   x->resource),
+				 errhint("Take the lock before the transaction, or with fencing.acquire_raises_mark off.")));
 	}
 }
 
@@ -1235,6 +1332,72 @@ fenced_lock_at_exit(int code, Datum arg)
 	fenced_lock_release_all();
 }
 
+/*
+ * fenced_take
+ *		Attempt to take the lock on resource under owner until it is taken
+ *		or the deadline has passed; true with *token set if it was taken.
+ */
+static bool
+fenced_take(const char *resource, const char *lock_key, const char *token_key,
+			const char *owner, int ttl_ms, Lease *lease, bool xact,
+			TimestampTz deadline, FenceToken *token)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool taken = false;
+
+	attempt_sent = false;
+	PG_TRY();
+	{
+		long long	pttl;
+		int			step = FENCED_BACKOFF_MIN;
+
+		while (!(taken = fenced_try_acquire(resource, lock_key, token_key,
+											owner, ttl_ms, lease, token,
+											&pttl)))
+		{
+			long		remaining;
+
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+														deadline);
+			if (remaining <= 0)
+				break;
+			fenced_backoff(step, pttl, remaining);
+			step = Min(step * 2, FENCED_BACKOFF_MAX);
+		}
+	}
+	PG_CATCH();
+	{
+		MemoryContext ecxt = MemoryContextSwitchTo(cxt);
+		ErrorData  *edata = CopyErrorData();
+
+		/*
+		 * An attempt that may have reached Redis may have taken the lock:
+		 * its owner is kept for the next acquisition or release of the
+		 * resource to take over, or for the transaction's end to give
+		 * back.  Nothing is kept for one that did not.
+		 */
+		MemoryContextSwitchTo(ecxt);
+		if (attempt_sent && fenced_may_have_run(edata))
+			lease_remember_unknown(resource, owner, ttl_ms, xact);
+		FreeErrorData(edata);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return taken;
+}
+/*
+ * The raise at acquisition writes the marks table, which a read-only
+ * transaction or a standby cannot: refuse there, before Redis is asked for
+ * a lock whose token could not be recorded.
+ */
+static void
+fenced_prevent_read_only(void)
+{
+	PreventCommandIfReadOnly("fenced_acquire()");
+	PreventCommandIfParallelMode("fenced_acquire()");
+	PreventCommandDuringRecovery("fenced_acquire()");
+}
+
 #else							/* !USE_HIREDIS */
 
 /* The error of every Redis function in a build without hiredis. */
@@ -1254,7 +1417,7 @@ fenced_not_supported(void)
  * a transaction from being prepared.
  */
 void
-fenced_lock_at_xact_end(void)
+fenced_lock_at_xact_end(bool commit)
 {
 }
 
@@ -1287,12 +1450,13 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 	char	   *lock_key = fenced_keys(resource, &token_key);
 	char		owner[FENCED_OWNER_LEN];
 	Lease	   *lease = lease_lookup(resource);
-	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz deadline;
 	TimestampTz now;
 	FenceToken	token = 0;
 	bool		taken = false;
 	bool		had_xact_lease;
+	MarksAcquireResult raised;
+	int			round;
 
 	/*
 	 * A lock is held for the session or for a transaction, never both: the
@@ -1310,54 +1474,42 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 				 errhint("Release it with fenced_release() first.")));
 	had_xact_lease = lease != NULL && lease->held && lease->xact;
 
-	fenced_make_owner(owner);
+	/* The raise writes the marks table: refuse before Redis is asked. */
+	if (fencing_acquire_raises_mark)
+		fenced_prevent_read_only();
+
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-	attempt_sent = false;
-	PG_TRY();
+	for (round = 0;; round++)
 	{
-		long long	pttl;
-		int			step = FENCED_BACKOFF_MIN;
-
-		while (!(taken = fenced_try_acquire(resource, lock_key, token_key,
-											owner, ttl_ms, lease, &token,
-											&pttl)))
-		{
-			long		remaining;
-
-			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-														deadline);
-			if (remaining <= 0)
-				break;
-			fenced_backoff(step, pttl, remaining);
-			step = Min(step * 2, FENCED_BACKOFF_MAX);
-		}
-	}
-	PG_CATCH();
-	{
-		MemoryContext ecxt = MemoryContextSwitchTo(cxt);
-		ErrorData  *edata = CopyErrorData();
+		fenced_make_owner(owner);
+		taken = fenced_take(resource, lock_key, token_key, owner, ttl_ms,
+							lease, xact, deadline, &token);
+		if (!taken)
+			break;
+		if (fencing_redis_wait_replicas > 0)
+			fenced_wait_replicas(resource, lock_key, owner, ttl_ms, xact);
+		if (!fencing_acquire_raises_mark)
+			break;
+		raised = fenced_raise_mark(resource, lock_key, owner, ttl_ms, xact,
+								   token, deadline);
+		if (raised == MARKS_ACQUIRE_RAISED)
+			break;
 
 		/*
-		 * An attempt that may have reached Redis may have taken the lock:
-		 * its owner is kept for the next acquisition or release of the
-		 * resource to take over, or for the transaction's end to give
-		 * back.  Nothing is kept for one that did not.
+		 * The lock was given back.  An earlier lease this call took over is
+		 * gone with it.
 		 */
-		MemoryContextSwitchTo(ecxt);
-		if (attempt_sent && fenced_may_have_run(edata))
-			lease_remember_unknown(resource, owner, ttl_ms, xact);
-		FreeErrorData(edata);
-		PG_RE_THROW();
+		taken = false;
+		if (lease != NULL && lease->held)
+			lease_end(lease);
+		if (raised == MARKS_ACQUIRE_BUSY || round >= FENCED_RAISE_ROUNDS)
+			break;
 	}
-	PG_END_TRY();
 	if (!taken)
 	{
 		stats_redis_count(STATS_REDIS_BUSY);
 		PG_RETURN_NULL();
 	}
-
-	if (fencing_redis_wait_replicas > 0)
-		fenced_wait_replicas(resource, lock_key, owner, ttl_ms, xact);
 
 	now = GetCurrentTimestamp();
 	lease = lease_enter(resource);
@@ -1375,6 +1527,9 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 		xact_resources = lappend(xact_resources, pstrdup(resource));
 		MemoryContextSwitchTo(old);
 	}
+	if (!xact && fencing_acquire_raises_mark)
+		xact_session_acquired = xact_owner_append(xact_session_acquired,
+												  resource, owner);
 	lease->held = true;
 	lease->xact = xact;
 	lease->lapsed = false;
@@ -1396,6 +1551,7 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 	fenced_not_supported();
 #endif
 }
+
 
 /*
  * fenced_acquire(resource text, ttl interval, wait interval)

@@ -165,7 +165,8 @@ fencing_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			fenced_lock_at_xact_end();
+			fenced_lock_at_xact_end(event != XACT_EVENT_ABORT &&
+									event != XACT_EVENT_PARALLEL_ABORT);
 			declared_at_xact_end();
 			marks_at_xact_end();
 			guard_config_at_xact_end();

@@ -19,6 +19,7 @@
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "extension.h"
 #include "fence_token.h"
 #include "fencing_errcodes.h"
 #include "guard_config.h"
@@ -194,73 +195,6 @@ guard_type_depends_on_settings(Oid typid)
 }
 
 /*
- * guard_template_next
- *		Read the next piece of a resource template at *p into piece and
- *		advance *p past it: a run of literal text, in which "{{" and "}}"
- *		stand for one brace, or a placeholder, "{column}".  At a brace that
- *		is neither, returns which it is and leaves *p there.
- *
- * This is the one reading of templates: the guard's, fence_attach()'s and
- * the DDL checks'.
- */
-TemplatePiece
-guard_template_next(const char **p, StringInfo piece)
-{
-	const char *s = *p;
-	const char *end;
-
-	resetStringInfo(piece);
-	for (;;)
-	{
-		if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}'))
-		{
-			appendStringInfoChar(piece, *s);
-			s += 2;
-		}
-		else if (*s != '\0' && *s != '{' && *s != '}')
-			appendStringInfoChar(piece, *s++);
-		else
-			break;
-	}
-	if (piece->len > 0)
-	{
-		*p = s;
-		return TEMPLATE_LITERAL;
-	}
-	if (*s == '\0')
-		return TEMPLATE_END;
-	if (*s == '}')
-		return TEMPLATE_BAD_BRACE;
-
-	end = strchr(s + 1, '}');
-	if (end == NULL || end == s + 1 || memchr(s + 1, '{', end - s - 1) != NULL)
-		return TEMPLATE_BAD_PLACEHOLDER;
-	appendBinaryStringInfo(piece, s + 1, end - s - 1);
-	*p = end + 1;
-	return TEMPLATE_COLUMN;
-}
-
-/*
- * guard_template_refuse
- *		Report the bad brace guard_template_next() found in template, that
- *		of trigger tgname (NULL for one not created yet).
- */
-void
-guard_template_refuse(const char *template, const char *tgname,
-					  TemplatePiece bad)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 tgname != NULL ?
-			 errmsg("invalid resource template \"%s\" for trigger \"%s\"",
-					template, tgname) :
-			 errmsg("invalid resource template \"%s\"", template),
-			 bad == TEMPLATE_BAD_BRACE ?
-			 errdetail("A \"}\" outside a placeholder must be doubled.") :
-			 errdetail("A placeholder is \"{\", a column name and \"}\"; write \"{{\" for a literal brace.")));
-}
-
-/*
  * Add a part to config->parts, growing the array (of *maxparts) as need
  * be; the caller fills it in.
  */
@@ -290,7 +224,7 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 									   maxparts * sizeof(TemplatePart));
 	initStringInfo(&piece);
 
-	while ((kind = guard_template_next(&p, &piece)) != TEMPLATE_END)
+	while ((kind = resource_template_next(&p, &piece)) != TEMPLATE_END)
 	{
 		if (kind == TEMPLATE_LITERAL)
 			guard_add_part(config, &maxparts)->literal =
@@ -340,7 +274,7 @@ guard_parse_template(GuardConfig *config, Trigger *trigger, Relation rel,
 			fmgr_info_cxt(typoutput, &part->output, config->cxt);
 		}
 		else
-			guard_template_refuse(template, trigger->tgname, kind);
+			resource_template_refuse(template, trigger->tgname, kind);
 	}
 }
 
@@ -460,7 +394,7 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 		memset(&draft, 0, sizeof(draft));
 		draft.tgoid = trigger->tgoid;
 		draft.relid = RelationGetRelid(rel);
-		draft.extnsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+		draft.extnsp = extension_schema_of_call(fcinfo);
 		draft.cxt = cxt;
 
 		draft.token_attnum = guard_column(trigger, rel, trigger->tgargs[0],

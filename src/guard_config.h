@@ -13,17 +13,8 @@
 
 #include "commands/trigger.h"
 #include "fmgr.h"
-#include "lib/stringinfo.h"
+#include "resource_template.h"
 #include "utils/rel.h"
-
-/* One piece of a resource template: literal text, or a column's value. */
-typedef struct TemplatePart
-{
-	char	   *literal;		/* NULL for a column */
-	AttrNumber	attnum;
-	Oid			basetype;		/* the column's type, under any domain */
-	FmgrInfo	output;			/* the column type's output function */
-} TemplatePart;
 
 /* A trigger's parsed arguments, kept per trigger until DDL invalidates. */
 typedef struct GuardConfig
@@ -39,22 +30,9 @@ typedef struct GuardConfig
 	bool		valid;			/* false once DDL may have changed it */
 } GuardConfig;
 
-/* What guard_template_next() read from a resource template. */
-typedef enum TemplatePiece
-{
-	TEMPLATE_END,				/* the end of the template */
-	TEMPLATE_LITERAL,			/* literal text, a doubled brace read as one */
-	TEMPLATE_COLUMN,			/* a placeholder: its column's name */
-	TEMPLATE_BAD_BRACE,			/* a "}" outside a placeholder, not doubled */
-	TEMPLATE_BAD_PLACEHOLDER	/* a "{" without a column name and "}" */
-} TemplatePiece;
-
 extern void guard_config_init(void);
 extern void guard_config_at_xact_end(void);
 extern GuardConfig *guard_config(FunctionCallInfo fcinfo, Trigger *trigger,
 								 Relation rel);
-extern TemplatePiece guard_template_next(const char **p, StringInfo piece);
-extern void guard_template_refuse(const char *template, const char *tgname,
-								  TemplatePiece bad) pg_attribute_noreturn();
 
 #endif							/* GUARD_CONFIG_H */

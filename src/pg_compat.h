@@ -29,4 +29,13 @@
 #define FencingLocalTransactionId() (MyProc->lxid)
 #endif
 
+/* PostgreSQL 18 added log_lock_failure, and an argument for it. */
+#if PG_VERSION_NUM >= 180000
+#define FencingConditionalXactLockTableWait(xid) \
+	ConditionalXactLockTableWait((xid), false)
+#else
+#define FencingConditionalXactLockTableWait(xid) \
+	ConditionalXactLockTableWait(xid)
+#endif
+
 #endif							/* FENCING_PG_COMPAT_H */

@@ -28,11 +28,9 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "extension.h"
 #include "fence_token.h"
-#include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
 #include "replica.h"
 #include "replication/logicalworker.h"
 #include "utils/builtins.h"
@@ -69,13 +67,7 @@ replica_raise(Oid extnsp, const char *resource, FenceToken token)
 
 	if (advance_nsp != extnsp)
 	{
-		Oid			argtypes[2];
-
-		argtypes[0] = TEXTOID;
-		argtypes[1] = fence_token_type(extnsp);
-		advance = LookupFuncName(list_make2(makeString(get_namespace_name(extnsp)),
-											makeString("fence_advance")),
-								 2, argtypes, false);
+		advance = extension_advance_func(extnsp);
 		advance_nsp = extnsp;
 	}
 	(void) OidFunctionCall2(advance, CStringGetTextDatum(resource),

@@ -7,7 +7,8 @@ flag_modified() on the token column it writes the loaded token back, the
 shape Django's save() and Hibernate send.  Session B holds the lock at 34,
 loads the row written at 33, and saves it: the write must carry 34 (before,
 it carried 33, the mark stayed 33, and the stale holder A was then
-accepted with 33).
+accepted with 33); and a stalled holder that saves the row a newer holder
+wrote carries its own declared token, not the echoed newer one.
 
 Prints one "ok - ..." or "not ok - ..." line per assertion; exits non-zero
 if any failed.  Connection parameters come from the environment.
@@ -79,6 +80,34 @@ def main():
         except sqlalchemy.exc.DBAPIError as e:
             code = e.orig.pgcode
     check("the stale holder's save is rejected with TF001", "TF001", code)
+
+    # The stalled holder echoing the newer holder's token: A declared 36
+    # and stalled inside its transaction; B took over at 37 and saved; A
+    # then loads the row (now at 37) and saves every column.  Its write
+    # carries its declared 36, whatever the statement echoes, and is
+    # rejected (accepted before 1.2: 37 >= 36 counted as A's token).
+    a = Session(engine)
+    a.execute(text("SELECT fence_use('orm:42', 36, is_local => true)"))
+    with Session(engine) as b:
+        b.execute(text("SELECT fence_use('orm:42', 37, is_local => true)"))
+        order = b.get(Order, 42)
+        order.status = "delivered"
+        b.commit()
+    order = a.get(Order, 42)
+    echoed = order.tok
+    order.status = "refunded"
+    flag_modified(order, "tok")
+    code = None
+    try:
+        a.commit()
+    except sqlalchemy.exc.DBAPIError as e:
+        code = e.orig.pgcode
+    a.close()
+    check("the stalled holder loaded the newer holder's 37", 37, int(echoed))
+    check("its save echoing 37 carries its declared 36 and is rejected with TF001", "TF001", code)
+    with engine.connect() as conn:
+        check("the row keeps the newer holder's work", "delivered|37",
+              conn.execute(text("SELECT status || '|' || tok FROM orm_orders WHERE id = 42")).scalar())
 
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE orm_orders"))
