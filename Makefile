@@ -28,15 +28,23 @@ OBJS = \
 	src/marks_table.o \
 	src/marks_write.o \
 	src/redis_cluster.o \
+	src/redis_cluster_map.o \
 	src/redis_conn.o \
+	src/redis_error.o \
 	src/redis_hostport.o \
+	src/redis_io.o \
+	src/redis_link.o \
 	src/redis_sentinel.o \
 	src/redis_settings.o \
 	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \
 	src/resource_template.o \
+	src/session_state.o \
+	src/stale_hint.o \
 	src/stats.o \
+	src/stats_redis.o \
+	src/stats_tables.o \
 	src/token_parse.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -32,6 +32,7 @@
 #include "funcapi.h"
 #include "resource_map.h"
 #include "resource_name.h"
+#include "session_state.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
@@ -215,6 +216,8 @@ fence_use(PG_FUNCTION_ARGS)
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	resource_name_check(resource, strlen(resource));
 	is_local = PG_GETARG_BOOL(2);
+	if (!is_local && !PG_ARGISNULL(1))
+		session_state_check("fence_use() without is_local");
 
 	if (is_local && !IsTransactionBlock())
 		ereport(WARNING,

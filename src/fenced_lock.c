@@ -84,6 +84,7 @@
 #include "redis_conn.h"
 #include "resource_map.h"
 #include "resource_name.h"
+#include "session_state.h"
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -856,10 +857,10 @@ fenced_backoff(int step, long long pttl, long remaining)
  *
  * Called for an attempt handed to the connection module.  Not when Redis
  * answered with an error (the script took no lock under our owner), nor
- * when the command was never sent: no connection (which the connection
- * module reports as "could not connect ..."), an unusable password file.
- * Anything else -- a timeout, a lost connection, a protocol error, a
- * cancel -- may have come after the script ran.
+ * when the command never reached the socket (no connection, AUTH refused,
+ * an unusable password file), which the transport knows.  Anything else
+ * -- a timeout, a lost connection, a protocol error, a cancel -- may have
+ * come after the script ran.
  */
 static bool
 fenced_may_have_run(const ErrorData *edata)
@@ -870,15 +871,9 @@ fenced_may_have_run(const ErrorData *edata)
 		case ERRCODE_FENCING_REDIS_CLUSTER_CHANGING:
 		case ERRCODE_FENCING_REDIS_REFUSED:
 		case ERRCODE_FENCING_REDIS_NOT_REPLICATED:
-		case ERRCODE_CONFIG_FILE_ERROR:
 			return false;
-		case ERRCODE_FENCING_REDIS_UNAVAILABLE:
-			return edata->message == NULL ||
-				strncmp(edata->message, "could not connect",
-						strlen("could not connect")) != 0;
 		default:
-			/* class 58: the password file could not be read */
-			return ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_SYSTEM_ERROR;
+			return redis_call_sent();
 	}
 }
 
@@ -1414,6 +1409,7 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 Datum
 fenced_acquire(PG_FUNCTION_ARGS)
 {
+	session_state_check("fenced_acquire()");
 	return fenced_acquire_common(fcinfo, false);
 }
 

@@ -22,6 +22,7 @@
 #include "marks.h"
 #include "pg_compat.h"
 #include "redis_settings.h"
+#include "session_state.h"
 #include "stats.h"
 #include "tcop/pquery.h"
 #include "tcop/utility.h"
@@ -199,5 +200,6 @@ _PG_init(void)
 	redis_settings_init();
 	fenced_lock_init();
 	stats_init();
+	session_state_init();
 	MarkGUCPrefixReserved("fencing");
 }

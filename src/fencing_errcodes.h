@@ -29,6 +29,9 @@
 #define ERRCODE_FENCING_GUARD_MISCONFIGURED MAKE_SQLSTATE('T','F','0','0','3')
 /* A DDL command would silently unfence a table. */
 #define ERRCODE_FENCING_DDL_UNFENCES	MAKE_SQLSTATE('T','F','0','0','4')
+/* A session declaration or session lease while fencing.allow_session_state
+ * is off: the application must use the transaction forms. */
+#define ERRCODE_FENCING_SESSION_STATE_NOT_ALLOWED MAKE_SQLSTATE('T','F','0','0','5')
 
 /* This build of fencing has no Redis support (built without hiredis). */
 #define ERRCODE_FENCING_REDIS_NOT_BUILT	MAKE_SQLSTATE('T','F','1','0','0')

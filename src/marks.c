@@ -58,6 +58,7 @@
 #include "marks_hint.h"
 #include "marks_table.h"
 #include "miscadmin.h"
+#include "stale_hint.h"
 #include "stats.h"
 #include "utils/timestamp.h"
 
@@ -243,7 +244,8 @@ marks_report_stale(const char *resource, const char *table,
 						   offered, current, trigger) :
 				 errdetail("Token %s is below the row's token %s.",
 						   offered, current),
-				 errhint("A newer lock holder has written this row; acquire the lock again for a new token.")));
+				 errhint("A newer lock holder has written this row; acquire the lock again for a new token."),
+				 stale_hint_token_sources(token, mark)));
 	ereport(ERROR,
 			(errcode(ERRCODE_FENCING_STALE_TOKEN),
 			 errmsg("stale fence token for resource \"%s\"", resource),
@@ -252,7 +254,8 @@ marks_report_stale(const char *resource, const char *table,
 					   offered, current) :
 			 errdetail("Token %s is below the current mark %s.",
 					   offered, current),
-			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token.")));
+			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token."),
+			 stale_hint_token_sources(token, mark)));
 }
 
 /*

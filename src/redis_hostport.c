@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 
 #include "redis_hostport.h"
@@ -105,6 +106,70 @@ redis_parse_hostports(const char *list, RedisHostPort *addrs, int *naddrs,
 	return true;
 }
 
+/*
+ * redis_check_discovered
+ *		Whether host:port, handed out by a server (a Sentinel's answer,
+ *		CLUSTER SLOTS, -MOVED, -ASK), may be connected to; false with *why,
+ *		a sentence, if not.
+ *
+ * The same checks as a setting's, and more: a server must not point the
+ * backend at a Unix socket (where whatever listens would get the
+ * password), and, unless allow_names, only IP addresses are taken, since
+ * resolving a name (getaddrinfo) can neither be interrupted nor bounded.
+ */
+bool
+redis_check_discovered(const char *host, int port, bool allow_names,
+					   const char **why)
+{
+	unsigned char addr[16];
+
+	if (host[0] == '/')
+	{
+		*why = "A Unix socket path is not accepted from a server.";
+		return false;
+	}
+	if (host[0] == '\0' || strlen(host) > REDIS_HOSTPORT_MAX_HOST)
+	{
+		*why = "A host must be 1 to 253 bytes long.";
+		return false;
+	}
+	for (const char *c = host; *c; c++)
+	{
+		if (isspace((unsigned char) *c) || iscntrl((unsigned char) *c) || *c == '/')
+		{
+			*why = "A host cannot contain white space, control characters or \"/\".";
+			return false;
+		}
+	}
+	if (port < 1 || port > 65535)
+	{
+		*why = "A port must be a number from 1 to 65535.";
+		return false;
+	}
+	if (!allow_names && inet_pton(AF_INET, host, addr) != 1 &&
+		inet_pton(AF_INET6, host, addr) != 1)
+	{
+		*why = "A host name is not accepted from a server, only an IP address: resolving a name cannot be interrupted.";
+		return false;
+	}
+	return true;
+}
+
+/*
+ * redis_format_target
+ *		A server as messages name it: "host:port", "[v6addr]:port", or the
+ *		path of a Unix socket.
+ */
+void
+redis_format_target(char *buf, size_t size, const char *host, int port)
+{
+	if (host[0] == '/')
+		strlcpy(buf, host, size);
+	else if (strchr(host, ':') != NULL)
+		snprintf(buf, size, "[%s]:%d", host, port);
+	else
+		snprintf(buf, size, "%s:%d", host, port);
+}
 
 /*
  * check_redis_hostport_list

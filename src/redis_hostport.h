@@ -2,7 +2,8 @@
  *
  * redis_hostport.h
  *	  Lists of host:port, as fencing.redis_sentinels and
- *	  fencing.redis_cluster_nodes take them.
+ *	  fencing.redis_cluster_nodes take them, and the checks of the
+ *	  addresses servers hand out.
  *
  * IDENTIFICATION
  *	  src/redis_hostport.h
@@ -26,6 +27,10 @@ typedef struct RedisHostPort
 
 extern bool redis_parse_hostports(const char *list, RedisHostPort *addrs,
 								  int *naddrs, const char **why);
+extern bool redis_check_discovered(const char *host, int port,
+								   bool allow_names, const char **why);
+extern void redis_format_target(char *buf, size_t size, const char *host,
+								int port);
 extern bool check_redis_hostport_list(char **newval, void **extra,
 									  GucSource source);
 

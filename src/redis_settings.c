@@ -1,13 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * redis_settings.c
- *	  The settings of the Redis connection: definitions, check hooks, the
- *	  show hook that masks the password.
+ *	  Every setting of the Redis client: definitions, check hooks, the
+ *	  show hook that masks the password; and the password files.
  *
  * They exist whether or not the module was built with hiredis, so that
- * one postgresql.conf serves both builds; redis_conn.c reads them when it
+ * one postgresql.conf serves both builds; the client reads them when it
  * connects.  The server and credentials settings are superuser-only, the
- * timeouts anyone's.
+ * timeouts anyone's.  Password files are read at every connect, so that
+ * they can be rotated without a reload.
  *
  * IDENTIFICATION
  *	  src/redis_settings.c
@@ -18,11 +19,13 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
-#include "redis_cluster.h"
-#include "redis_sentinel.h"
+#include "fencing_errcodes.h"
+#include "redis_hostport.h"
 #include "redis_settings.h"
+#include "storage/fd.h"
 #include "utils/guc.h"
 
 /* Bounds of the settings. */
@@ -36,6 +39,7 @@
 #define REDIS_MAX_RELEASE_TIMEOUT		60000	/* ms */
 #define REDIS_MAX_HOST_LEN				253
 #define REDIS_MAX_USERNAME_LEN			512
+#define SENTINEL_MAX_NAME_LEN			256
 
 /* The settings, read by redis_conn.c. */
 char	   *redis_host = NULL;
@@ -47,9 +51,16 @@ int			redis_database = 0;
 int			redis_connect_timeout = REDIS_DEFAULT_CONNECT_TIMEOUT;
 int			redis_command_timeout = REDIS_DEFAULT_COMMAND_TIMEOUT;
 int			redis_release_timeout = REDIS_DEFAULT_RELEASE_TIMEOUT;
+char	   *redis_sentinels = NULL;
+char	   *redis_sentinel_master = NULL;
+char	   *redis_sentinel_username = NULL;
+char	   *redis_sentinel_password_file = NULL;
+char	   *redis_cluster_nodes = NULL;
+bool		redis_discovered_host_names = false;
 
 /* See redis_settings.h. */
 uint64		redis_settings_generation = 0;
+uint64		redis_cluster_generation = 0;
 
 /*
  * redis_settings_changed_str, redis_settings_changed_int
@@ -67,6 +78,14 @@ static void
 redis_settings_changed_int(int newval, void *extra)
 {
 	redis_settings_generation++;
+}
+
+/* Assign hook of fencing.redis_cluster_nodes: the map may be another's. */
+static void
+redis_cluster_nodes_changed(const char *newval, void *extra)
+{
+	redis_settings_generation++;
+	redis_cluster_generation++;
 }
 
 /*
@@ -173,6 +192,32 @@ check_redis_password_file(char **newval, void **extra, GucSource source)
 		if (iscntrl((unsigned char) *p))
 		{
 			GUC_check_errdetail("A file name cannot contain control characters.");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * check_redis_sentinel_master
+ *		A master name as Sentinel configurations spell them.
+ */
+static bool
+check_redis_sentinel_master(char **newval, void **extra, GucSource source)
+{
+	if (*newval == NULL)
+		return true;
+	if (strlen(*newval) > SENTINEL_MAX_NAME_LEN)
+	{
+		GUC_check_errdetail("A master name can be at most %d bytes long.",
+							SENTINEL_MAX_NAME_LEN);
+		return false;
+	}
+	for (const char *p = *newval; *p; p++)
+	{
+		if (isspace((unsigned char) *p) || iscntrl((unsigned char) *p))
+		{
+			GUC_check_errdetail("A master name cannot contain white space or control characters.");
 			return false;
 		}
 	}
@@ -288,7 +333,176 @@ redis_settings_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
-	/* the settings of the modes, with the modules that use them */
-	redis_sentinel_init();
-	redis_cluster_init();
+	DefineCustomStringVariable("fencing.redis_sentinels",
+							   "Redis Sentinels that name the primary fenced_acquire() talks to.",
+							   "A comma-separated list of host:port.  When set, fencing.redis_host and fencing.redis_port are not used: the primary is asked of the Sentinels at every connect.  Empty means no Sentinel.",
+							   &redis_sentinels,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_hostport_list, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_sentinel_master",
+							   "Name under which the Redis Sentinels monitor the primary.",
+							   "Required when fencing.redis_sentinels is set.",
+							   &redis_sentinel_master,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_sentinel_master, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_sentinel_username",
+							   "Redis ACL user to authenticate to the Redis Sentinels as.",
+							   "Empty means the \"default\" user (AUTH with the password of fencing.redis_sentinel_password_file only).",
+							   &redis_sentinel_username,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_username, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_sentinel_password_file",
+							   "File holding the password of the Redis Sentinels (their requirepass).",
+							   "The first line of the file is the password.  It is read at every discovery and must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means the Sentinels need no password.",
+							   &redis_sentinel_password_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_cluster_nodes",
+							   "Seed nodes of the Redis Cluster that fenced_acquire() talks to.",
+							   "A comma-separated list of host:port.  When set, fencing.redis_host and fencing.redis_port are not used: each call goes to the primary that serves its keys' hash slot, as the map asked of these nodes says.  Empty means no Cluster.",
+							   &redis_cluster_nodes,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_hostport_list, redis_cluster_nodes_changed, NULL);
+
+	/*
+	 * Addresses from Sentinels and Cluster nodes are IP addresses unless
+	 * this allows names: a name is resolved by a getaddrinfo() that neither
+	 * cancel nor any timeout interrupts, and a server would choose it.
+	 */
+	DefineCustomBoolVariable("fencing.redis_discovered_host_names",
+							 "Accept host names in the addresses Redis Sentinels and Cluster nodes hand out.",
+							 "Off: a Sentinel's answer, CLUSTER SLOTS, -MOVED and -ASK must name an IP address.  Resolving a host name blocks the backend, uninterruptibly, for as long as the resolver takes.",
+							 &redis_discovered_host_names,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 }
+
+/* Whether the primary is to be asked of Sentinels. */
+bool
+redis_sentinel_enabled(void)
+{
+	return redis_sentinels != NULL && redis_sentinels[0] != '\0';
+}
+
+/* Whether calls are to be routed through a Redis Cluster. */
+bool
+redis_cluster_enabled(void)
+{
+	return redis_cluster_nodes != NULL && redis_cluster_nodes[0] != '\0';
+}
+
+#ifdef USE_HIREDIS
+
+/*
+ * redis_read_password_file
+ *		The password in a password file (fencing.redis_password_file,
+ *		fencing.redis_sentinel_password_file): its first line; false if the
+ *		file is unusable, described in *err.
+ *
+ * Like libpq's .pgpass, the file must not be readable by anyone but the
+ * server's operating system user; unlike libpq, a file that is too open is
+ * an error, not a warning, since it guards a shared service.
+ */
+bool
+redis_read_password_file(const char *path, char **password, RedisError *err)
+{
+	struct stat st;
+	FILE	   *file;
+	char	   *buf;
+	size_t		len;
+	int			save_errno;
+
+	err->sent = false;
+	err->reason = "its password file cannot be used";
+	if (stat(path, &st) != 0)
+	{
+		save_errno = errno;
+		return redis_error_set(err, redis_errno_sqlstate(save_errno),
+							   psprintf("could not stat Redis password file \"%s\": %s",
+										path, strerror(save_errno)),
+							   NULL, NULL);
+	}
+	if (!S_ISREG(st.st_mode))
+		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
+							   psprintf("Redis password file \"%s\" is not a regular file",
+										path),
+							   NULL, NULL);
+	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
+							   psprintf("Redis password file \"%s\" has group or world access",
+										path),
+							   pstrdup("Permissions should be u=rw (0600) or less."),
+							   NULL);
+
+	file = AllocateFile(path, "r");
+	if (file == NULL)
+	{
+		save_errno = errno;
+		return redis_error_set(err, redis_errno_sqlstate(save_errno),
+							   psprintf("could not open Redis password file \"%s\": %s",
+										path, strerror(save_errno)),
+							   NULL, NULL);
+	}
+	buf = palloc0(REDIS_MAX_PASSWORD_LEN + 2);
+	if (fgets(buf, REDIS_MAX_PASSWORD_LEN + 2, file) == NULL)
+		buf[0] = '\0';
+	save_errno = errno;
+	if (ferror(file))
+	{
+		FreeFile(file);
+		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
+		return redis_error_set(err, redis_errno_sqlstate(save_errno),
+							   psprintf("could not read Redis password file \"%s\": %s",
+										path, strerror(save_errno)),
+							   NULL, NULL);
+	}
+	FreeFile(file);
+
+	len = strlen(buf);
+	if (len > REDIS_MAX_PASSWORD_LEN)
+	{
+		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
+		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
+							   psprintf("Redis password in file \"%s\" is too long", path),
+							   psprintf("A Redis password can be at most %d bytes long.",
+										REDIS_MAX_PASSWORD_LEN),
+							   NULL);
+	}
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		buf[--len] = '\0';
+	if (len == 0)
+		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
+							   psprintf("Redis password file \"%s\" is empty", path),
+							   NULL, NULL);
+	*password = buf;
+	return true;
+}
+
+/* Wipe and free a password (NULL: none). */
+void
+redis_forget_password(char *password)
+{
+	if (password != NULL)
+	{
+		explicit_bzero(password, strlen(password));
+		pfree(password);
+	}
+}
+
+#endif							/* USE_HIREDIS */

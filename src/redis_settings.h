@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * redis_settings.h
- *	  The settings of the Redis connection (fencing.redis_host and the
- *	  rest), defined in redis_settings.c and read by redis_conn.c.
+ *	  Every setting of the Redis client (fencing.redis_host and the rest,
+ *	  the Sentinel and Cluster modes' too), and the password files.
  *
  * IDENTIFICATION
  *	  src/redis_settings.h
@@ -28,6 +28,12 @@ extern int	redis_database;
 extern int	redis_connect_timeout;	/* ms */
 extern int	redis_command_timeout;	/* ms */
 extern int	redis_release_timeout;	/* ms */
+extern char *redis_sentinels;
+extern char *redis_sentinel_master;
+extern char *redis_sentinel_username;
+extern char *redis_sentinel_password_file;
+extern char *redis_cluster_nodes;
+extern bool redis_discovered_host_names;
 
 /*
  * Bumped whenever a setting that names the server or the credentials
@@ -35,6 +41,19 @@ extern int	redis_release_timeout;	/* ms */
  */
 extern uint64 redis_settings_generation;
 
+/* Bumped when fencing.redis_cluster_nodes changes: forget the slot map. */
+extern uint64 redis_cluster_generation;
+
 extern void redis_settings_init(void);
+extern bool redis_sentinel_enabled(void);
+extern bool redis_cluster_enabled(void);
+
+#ifdef USE_HIREDIS
+#include "redis_error.h"
+
+extern bool redis_read_password_file(const char *path, char **password,
+									 RedisError *err);
+extern void redis_forget_password(char *password);
+#endif
 
 #endif							/* REDIS_SETTINGS_H */

@@ -1,14 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * stats.c
- *	  Counters of what the guard trigger did, per guarded table, and of
- *	  what the Redis functions did; the functions behind the views
- *	  fence_stat_tables, fence_stat_redis and fence_stat_info.
+ *	  Counters of what the guard trigger did, per guarded table; the
+ *	  function behind the view fence_stat_info, and fence_stat_reset().
+ *	  The view fence_stat_tables is read in stats_tables.c, the Redis
+ *	  functions' counters are in stats_redis.c.
  *
  * When the library is in shared_preload_libraries, the counters are
  * cluster-wide, in shared memory: a hash table with room for
- * STATS_SHARED_TABLES tables of all databases, plus one entry that counts
- * together every table that found it full.  Otherwise each backend counts
+ * fencing.stats_max_tables tables of all databases, plus one entry that
+ * counts together every table that found it full.  A partition counts as
+ * a table of its own: stats_tables.c adds partitions up to their root
+ * when the counters are read, and forgets the entries of tables and
+ * databases dropped since.  Otherwise each backend counts
  * its own writes, in local memory, and the views show that backend's.
  * Either way the counters start from zero when the server (or backend)
  * starts: PostgreSQL 15 has no custom cumulative statistics to keep them
@@ -20,18 +24,8 @@
  * atomic additions when the transaction ends, committed or not (a
  * rejected write aborts it); the lock is taken exclusively only to create
  * an entry.  So the views show a transaction's counts once it has ended.
- *
- * How long fenced_acquire() took to take a lock, waits for a busy lock
- * included, goes into a histogram of STATS_LATENCY_BUCKETS buckets, four
- * to each power of two of microseconds, so that a percentile read from it
- * is at most a quarter above the true one.
- *
- * The Redis counters are counted at once (in shared memory, with an
- * atomic addition: a Redis round trip costs far more).  Its errors are
- * counted by SQLSTATE as they are reported, in emit_log_hook, as
- * pg_stat_monitor counts errors: so an error a PL/pgSQL exception block
- * catches, or one that log_min_messages keeps out of the server log, is
- * not counted.
+ * The time of a table's last rejection is kept as the latest of those
+ * added, with a compare-and-swap; it costs an accepted row nothing.
  *
  * IDENTIFICATION
  *	  src/stats.c
@@ -40,31 +34,22 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "access/xact.h"
-#include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "port/pg_bitutils.h"
 #include "stats.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-/* Tables the shared hash table has room for, besides the overflow entry. */
-#define STATS_SHARED_TABLES 1000
-
 #define STATS_LOCK_TRANCHE "fencing stats"
-
-/* Buckets of the acquisition time histogram: up to 2^32 us (71 minutes). */
-#define STATS_LATENCY_BUCKETS 128
 
 /* A guarded table; relid InvalidOid is the shared overflow entry. */
 typedef struct StatsKey
@@ -77,14 +62,13 @@ typedef struct SharedStatsEntry
 {
 	StatsKey	key;
 	pg_atomic_uint64 counters[STATS_NCOUNTERS];
+	pg_atomic_uint64 last_rejected; /* a TimestampTz; 0: none */
 } SharedStatsEntry;
 
 typedef struct SharedStats
 {
 	LWLock	   *lock;			/* entry creation and reset */
 	TimestampTz reset_at;		/* under lock */
-	pg_atomic_uint64 redis[STATS_REDIS_NCOUNTERS];
-	pg_atomic_uint64 latency[STATS_LATENCY_BUCKETS];
 } SharedStats;
 
 /* Counts of one table: the statistics in local mode, pending in shared. */
@@ -92,11 +76,17 @@ typedef struct LocalStatsEntry
 {
 	Oid			relid;
 	uint64		counters[STATS_NCOUNTERS];
+	TimestampTz last_rejected;	/* 0: none */
 } LocalStatsEntry;
+
+/*
+ * fencing.stats_max_tables: tables the shared hash table has room for,
+ * besides the overflow entry.
+ */
+static int	stats_max_tables = 1000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static emit_log_hook_type prev_emit_log_hook = NULL;
 
 /* Set in shared mode, by the startup hook in the postmaster. */
 static SharedStats *shared = NULL;
@@ -104,8 +94,6 @@ static HTAB *shared_hash = NULL;
 
 static HTAB *local_hash = NULL;
 static TimestampTz local_reset_at = 0;
-static uint64 local_redis[STATS_REDIS_NCOUNTERS];
-static uint64 local_latency[STATS_LATENCY_BUCKETS];
 
 /* The entry of the table whose row the guard is checking, if it is. */
 static LocalStatsEntry *current = NULL;
@@ -114,17 +102,16 @@ static bool in_row = false;
 /* Whether local_hash holds counts not yet added to shared memory. */
 static bool pending = false;
 
-PG_FUNCTION_INFO_V1(fence_stat_tables_data);
-PG_FUNCTION_INFO_V1(fence_stat_redis_data);
 PG_FUNCTION_INFO_V1(fence_stat_info_data);
 PG_FUNCTION_INFO_V1(fence_stat_reset);
 
 static Size
 stats_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(SharedStats)),
-					hash_estimate_size(STATS_SHARED_TABLES + 1,
-									   sizeof(SharedStatsEntry)));
+	return add_size(add_size(MAXALIGN(sizeof(SharedStats)),
+							 hash_estimate_size(stats_max_tables + 1,
+												sizeof(SharedStatsEntry))),
+					stats_redis_shmem_size());
 }
 
 static void
@@ -143,6 +130,7 @@ stats_entry_init(SharedStatsEntry *entry)
 
 	for (i = 0; i < STATS_NCOUNTERS; i++)
 		pg_atomic_init_u64(&entry->counters[i], 0);
+	pg_atomic_init_u64(&entry->last_rejected, 0);
 }
 
 /* Create or attach to the shared counters, as pg_stat_statements does. */
@@ -159,19 +147,14 @@ stats_shmem_startup(void)
 	shared = ShmemInitStruct("fencing stats", sizeof(SharedStats), &found);
 	if (!found)
 	{
-		int			i;
-
 		shared->lock = &(GetNamedLWLockTranche(STATS_LOCK_TRANCHE))->lock;
 		shared->reset_at = GetCurrentTimestamp();
-		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
-			pg_atomic_init_u64(&shared->redis[i], 0);
-		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
-			pg_atomic_init_u64(&shared->latency[i], 0);
 	}
+	stats_redis_shmem_startup();
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
 	shared_hash = ShmemInitHash("fencing stats tables",
-								STATS_SHARED_TABLES + 1, STATS_SHARED_TABLES + 1,
+								stats_max_tables + 1, stats_max_tables + 1,
 								&info, HASH_ELEM | HASH_BLOBS);
 	if (!found)
 	{
@@ -191,40 +174,6 @@ stats_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		in_row = false;
 }
 
-/* Count the Redis functions' errors by SQLSTATE as they are reported. */
-static void
-stats_emit_log(ErrorData *edata)
-{
-	if (edata->elevel >= ERROR)
-	{
-		switch (edata->sqlerrcode)
-		{
-			case ERRCODE_FENCING_REDIS_UNAVAILABLE:
-				stats_redis_count(STATS_REDIS_UNAVAILABLE);
-				break;
-			case ERRCODE_FENCING_REDIS_BUSY:
-				stats_redis_count(STATS_REDIS_BUSY_ERRORS);
-				break;
-			case ERRCODE_FENCING_REDIS_CLUSTER_CHANGING:
-				stats_redis_count(STATS_REDIS_CLUSTER_CHANGING);
-				break;
-			case ERRCODE_FENCING_REDIS_REFUSED:
-				stats_redis_count(STATS_REDIS_REFUSED);
-				break;
-			case ERRCODE_FENCING_REDIS_PROTOCOL:
-				stats_redis_count(STATS_REDIS_PROTOCOL);
-				break;
-			case ERRCODE_FENCING_REDIS_NOT_REPLICATED:
-				stats_redis_count(STATS_REDIS_NOT_REPLICATED);
-				break;
-			default:
-				break;
-		}
-	}
-	if (prev_emit_log_hook)
-		prev_emit_log_hook(edata);
-}
-
 /*
  * stats_init
  *		Count the Redis functions' errors, and ask for shared memory when
@@ -234,10 +183,17 @@ void
 stats_init(void)
 {
 	RegisterSubXactCallback(stats_subxact_callback, NULL);
-	prev_emit_log_hook = emit_log_hook;
-	emit_log_hook = stats_emit_log;
+	stats_redis_init();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+	DefineCustomIntVariable("fencing.stats_max_tables",
+							"Guarded tables the shared counters have room for, in all databases.",
+							"Each partition takes an entry; the tables beyond are counted together.",
+							&stats_max_tables,
+							1000, 10, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = stats_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -265,7 +221,10 @@ stats_local_entry(Oid relid)
 	}
 	entry = hash_search(local_hash, &relid, HASH_ENTER, &found);
 	if (!found)
+	{
 		memset(entry->counters, 0, sizeof(entry->counters));
+		entry->last_rejected = 0;
+	}
 	return entry;
 }
 
@@ -298,63 +257,6 @@ stats_row_accepted(Datum result)
 }
 
 /*
- * stats_redis_count
- *		Count an event of the Redis functions.  Must not fail: it runs in
- *		emit_log_hook too.
- */
-void
-stats_redis_count(StatsRedisCounter counter)
-{
-	if (shared != NULL)
-		pg_atomic_fetch_add_u64(&shared->redis[counter], 1);
-	else
-		local_redis[counter]++;
-}
-
-/*
- * The histogram bucket of a time of us microseconds: 0 to 3 exactly, then
- * four buckets to each power of two.
- */
-static int
-stats_latency_bucket(uint64 us)
-{
-	int			msb;
-
-	if (us < 4)
-		return (int) us;
-	msb = pg_leftmost_one_pos64(us);
-	return Min(4 * (msb - 1) + (int) ((us >> (msb - 2)) & 3),
-			   STATS_LATENCY_BUCKETS - 1);
-}
-
-/* The upper bound of a histogram bucket, in microseconds. */
-static uint64
-stats_latency_upper(int bucket)
-{
-	if (bucket < 4)
-		return (uint64) bucket + 1;
-	return (uint64) (4 + bucket % 4 + 1) << (bucket / 4 - 1);
-}
-
-/*
- * stats_redis_acquired
- *		Count a lock fenced_acquire() took, in a call that began at
- *		started.
- */
-void
-stats_redis_acquired(TimestampTz started)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	int			bucket = stats_latency_bucket(now > started ? now - started : 0);
-
-	stats_redis_count(STATS_REDIS_ACQUIRED);
-	if (shared != NULL)
-		pg_atomic_fetch_add_u64(&shared->latency[bucket], 1);
-	else
-		local_latency[bucket]++;
-}
-
-/*
  * stats_count
  *		Count an event of the row being checked; nothing outside a row
  *		(fence_advance() raising a mark by hand, say).
@@ -362,8 +264,11 @@ stats_redis_acquired(TimestampTz started)
 void
 stats_count(StatsCounter counter)
 {
-	if (in_row)
-		current->counters[counter]++;
+	if (!in_row)
+		return;
+	current->counters[counter]++;
+	if (counter == STATS_REJECTED_STALE || counter == STATS_REJECTED_NO_TOKEN)
+		current->last_rejected = GetCurrentTimestamp();
 }
 
 /*
@@ -390,12 +295,12 @@ stats_flush(bool create)
 
 		for (i = 0; i < STATS_NCOUNTERS; i++)
 			any |= local->counters[i] > 0;
-		if (!any)
+		if (!any && local->last_rejected == 0)
 			continue;
 
 		entry = hash_search(shared_hash, &key, HASH_FIND, NULL);
 		if (entry == NULL && create &&
-			hash_get_num_entries(shared_hash) <= STATS_SHARED_TABLES)
+			hash_get_num_entries(shared_hash) <= stats_max_tables)
 		{
 			entry = hash_search(shared_hash, &key, HASH_ENTER_NULL, NULL);
 			if (entry != NULL)
@@ -417,6 +322,17 @@ stats_flush(bool create)
 			if (local->counters[i] > 0)
 				pg_atomic_fetch_add_u64(&entry->counters[i], local->counters[i]);
 			local->counters[i] = 0;
+		}
+		if (local->last_rejected != 0)
+		{
+			uint64		seen = pg_atomic_read_u64(&entry->last_rejected);
+
+			/* the latest wins; a failed exchange leaves seen updated */
+			while (seen < (uint64) local->last_rejected &&
+				   !pg_atomic_compare_exchange_u64(&entry->last_rejected, &seen,
+												   (uint64) local->last_rejected))
+				;
+			local->last_rejected = 0;
 		}
 	}
 	return done;
@@ -452,22 +368,34 @@ stats_at_xact_end(void)
 	}
 }
 
-/*
- * fence_stat_tables_data()
- *		The counters of every guarded table of this database, and in
- *		shared mode the overflow entry (relid 0) if it counted anything.
- */
-Datum
-fence_stat_tables_data(PG_FUNCTION_ARGS)
+/* Append one row to *rows, growing it as needed. */
+static StatsRow *
+stats_row_add(StatsRow **rows, int *nrows, int *room)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[1 + STATS_NCOUNTERS];
-	bool		nulls[1 + STATS_NCOUNTERS] = {0};
+	if (*nrows == *room)
+	{
+		*room *= 2;
+		*rows = repalloc(*rows, sizeof(StatsRow) * *room);
+	}
+	return &(*rows)[(*nrows)++];
+}
+
+/*
+ * stats_read
+ *		A copy of the counters, in the current memory context: in shared
+ *		mode those of this database's tables (with all_databases, of every
+ *		database's), and the overflow entry if it counted anything; else
+ *		this backend's.
+ */
+StatsRow *
+stats_read(bool all_databases, int *nrows)
+{
+	int			room = 64;
+	StatsRow   *rows = palloc(sizeof(StatsRow) * room);
 	HASH_SEQ_STATUS seq;
 	int			i;
 
-	InitMaterializedSRF(fcinfo, 0);
-
+	*nrows = 0;
 	if (shared != NULL)
 	{
 		SharedStatsEntry *entry;
@@ -476,21 +404,23 @@ fence_stat_tables_data(PG_FUNCTION_ARGS)
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
+			StatsRow   *row;
 			bool		any = false;
 
-			if (entry->key.dbid != MyDatabaseId && OidIsValid(entry->key.relid))
+			if (!all_databases && entry->key.dbid != MyDatabaseId &&
+				OidIsValid(entry->key.relid))
 				continue;
-			values[0] = ObjectIdGetDatum(entry->key.relid);
+			row = stats_row_add(&rows, nrows, &room);
+			row->dbid = entry->key.dbid;
+			row->relid = entry->key.relid;
 			for (i = 0; i < STATS_NCOUNTERS; i++)
 			{
-				uint64		n = pg_atomic_read_u64(&entry->counters[i]);
-
-				values[1 + i] = Int64GetDatum((int64) n);
-				any |= n > 0;
+				row->counters[i] = pg_atomic_read_u64(&entry->counters[i]);
+				any |= row->counters[i] > 0;
 			}
-			if (OidIsValid(entry->key.relid) || any)
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
-									 values, nulls);
+			row->last_rejected = (TimestampTz) pg_atomic_read_u64(&entry->last_rejected);
+			if (!OidIsValid(entry->key.relid) && !any)
+				(*nrows)--;
 		}
 		LWLockRelease(shared->lock);
 	}
@@ -501,71 +431,50 @@ fence_stat_tables_data(PG_FUNCTION_ARGS)
 		hash_seq_init(&seq, local_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
-			values[0] = ObjectIdGetDatum(entry->relid);
-			for (i = 0; i < STATS_NCOUNTERS; i++)
-				values[1 + i] = Int64GetDatum((int64) entry->counters[i]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
-								 values, nulls);
+			StatsRow   *row = stats_row_add(&rows, nrows, &room);
+
+			row->dbid = MyDatabaseId;
+			row->relid = entry->relid;
+			memcpy(row->counters, entry->counters, sizeof(row->counters));
+			row->last_rejected = entry->last_rejected;
 		}
 	}
-	return (Datum) 0;
+	return rows;
 }
 
 /*
- * The upper bound, in milliseconds, of the histogram bucket holding the
- * fraction p of total; null if the histogram is empty.
+ * stats_forget
+ *		Drop the entries of the tables of rows whose dead[] is set: from
+ *		shared memory, or this backend's.
  */
-static void
-stats_percentile(const uint64 *latency, uint64 total, double p,
-				 Datum *value, bool *isnull)
+void
+stats_forget(const StatsRow *rows, const bool *dead, int nrows)
 {
-	uint64		rank = (uint64) ceil(p * total);
-	uint64		seen = 0;
 	int			i;
 
-	*isnull = total == 0;
-	if (total == 0)
-		return;
-	for (i = 0; i < STATS_LATENCY_BUCKETS - 1; i++)
+	if (shared != NULL)
 	{
-		seen += latency[i];
-		if (seen >= rank)
-			break;
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		for (i = 0; i < nrows; i++)
+		{
+			StatsKey	key = {rows[i].dbid, rows[i].relid};
+
+			if (dead[i] && OidIsValid(key.relid))
+				hash_search(shared_hash, &key, HASH_REMOVE, NULL);
+		}
+		LWLockRelease(shared->lock);
 	}
-	*value = Float8GetDatum(stats_latency_upper(i) / 1000.0);
-}
-
-/*
- * fence_stat_redis_data()
- *		The counters of the Redis functions, in StatsRedisCounter order.
- */
-Datum
-fence_stat_redis_data(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	Datum		values[STATS_REDIS_NCOUNTERS + 2];
-	bool		nulls[STATS_REDIS_NCOUNTERS + 2] = {0};
-	uint64		latency[STATS_LATENCY_BUCKETS];
-	uint64		total = 0;
-	int			i;
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
-		values[i] = Int64GetDatum((int64) (shared != NULL ?
-										   pg_atomic_read_u64(&shared->redis[i]) :
-										   local_redis[i]));
-	for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
+	else if (local_hash != NULL)
 	{
-		latency[i] = shared != NULL ?
-			pg_atomic_read_u64(&shared->latency[i]) : local_latency[i];
-		total += latency[i];
+		for (i = 0; i < nrows; i++)
+		{
+			if (!dead[i] || !OidIsValid(rows[i].relid))
+				continue;
+			if (current != NULL && current->relid == rows[i].relid)
+				current = NULL;
+			hash_search(local_hash, &rows[i].relid, HASH_REMOVE, NULL);
+		}
 	}
-	stats_percentile(latency, total, 0.50, &values[STATS_REDIS_NCOUNTERS],
-					 &nulls[STATS_REDIS_NCOUNTERS]);
-	stats_percentile(latency, total, 0.99, &values[STATS_REDIS_NCOUNTERS + 1],
-					 &nulls[STATS_REDIS_NCOUNTERS + 1]);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /*
@@ -583,11 +492,12 @@ fence_stat_info_data(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
+	stats_forget_dropped();
 	if (shared != NULL)
 	{
 		LWLockAcquire(shared->lock, LW_SHARED);
 		values[0] = CStringGetTextDatum("shared");
-		values[1] = Int32GetDatum(STATS_SHARED_TABLES);
+		values[1] = Int32GetDatum(stats_max_tables);
 		values[2] = Int32GetDatum((int32) hash_get_num_entries(shared_hash) - 1);
 		values[3] = TimestampTzGetDatum(shared->reset_at);
 		LWLockRelease(shared->lock);
@@ -617,13 +527,9 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 	{
 		HASH_SEQ_STATUS seq;
 		SharedStatsEntry *entry;
-		int			i;
 
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-		for (i = 0; i < STATS_REDIS_NCOUNTERS; i++)
-			pg_atomic_write_u64(&shared->redis[i], 0);
-		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
-			pg_atomic_write_u64(&shared->latency[i], 0);
+		stats_redis_reset();
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
@@ -642,8 +548,7 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 		local_hash = NULL;
 		current = NULL;
 		in_row = false;
-		memset(local_redis, 0, sizeof(local_redis));
-		memset(local_latency, 0, sizeof(local_latency));
+		stats_redis_reset();
 	}
 	local_reset_at = GetCurrentTimestamp();
 	PG_RETURN_VOID();

@@ -43,6 +43,15 @@ typedef enum StatsRedisCounter
 	STATS_REDIS_NCOUNTERS
 } StatsRedisCounter;
 
+/* One table's counters as read, for the views (stats_tables.c). */
+typedef struct StatsRow
+{
+	Oid			dbid;
+	Oid			relid;			/* InvalidOid: the overflow entry */
+	uint64		counters[STATS_NCOUNTERS];
+	TimestampTz last_rejected;	/* 0: none */
+} StatsRow;
+
 extern void stats_init(void);
 extern void stats_row_start(Oid relid);
 extern Datum stats_row_accepted(Datum result);
@@ -50,5 +59,14 @@ extern void stats_count(StatsCounter counter);
 extern void stats_at_xact_end(void);
 extern void stats_redis_count(StatsRedisCounter counter);
 extern void stats_redis_acquired(TimestampTz started);
+
+/* Between stats.c, stats_tables.c and stats_redis.c */
+extern StatsRow *stats_read(bool all_databases, int *nrows);
+extern void stats_forget(const StatsRow *rows, const bool *dead, int nrows);
+extern void stats_forget_dropped(void);
+extern Size stats_redis_shmem_size(void);
+extern void stats_redis_shmem_startup(void);
+extern void stats_redis_init(void);
+extern void stats_redis_reset(void);
 
 #endif							/* FENCING_STATS_H */

@@ -15,6 +15,12 @@
 TOPOLOGY_NODE_TIMEOUT=1000		# ms: down-after-milliseconds, cluster-node-timeout
 SENTINEL_MASTER=fencingmaster	# the name the Sentinels know the primary by
 SENTINEL_PASSWORD=sentinel-secret-7	# requirepass of every Sentinel
+# With SENTINEL_USER set, the Sentinels have no requirepass but an ACL
+# user of that name with SENTINEL_PASSWORD, every command and every Pub/Sub
+# channel (Redis 7 grants no channel by default; the watch subscribes),
+# and "default" off; they use it among themselves too (sentinel-user,
+# sentinel-pass).
+SENTINEL_USER=${SENTINEL_USER:-}
 
 declare -A NODE_PID NODE_ARGS
 
@@ -74,11 +80,12 @@ topology_ports() {
 	done
 }
 
-# scli PORT ARGS...: redis-cli against a Sentinel, with its password.
+# scli PORT ARGS...: redis-cli against a Sentinel, with its user and
+# password.
 scli() {
 	local port=$1
 	shift
-	REDISCLI_AUTH=$SENTINEL_PASSWORD redis-cli -p "$port" "$@" 2>/dev/null
+	REDISCLI_AUTH=$SENTINEL_PASSWORD redis-cli -p "$port" ${SENTINEL_USER:+--user "$SENTINEL_USER"} "$@" 2>/dev/null
 }
 
 # topology_start_sentinel: sets SENTINEL_PORTS (three), DATA_PORTS (the
@@ -108,7 +115,7 @@ port $p
 daemonize no
 logfile $TOPOLOGY_DIR/sentinel-$p.log
 dir $TOPOLOGY_DIR
-requirepass $SENTINEL_PASSWORD
+$(topology_sentinel_auth)
 sentinel monitor $SENTINEL_MASTER 127.0.0.1 $primary 2
 sentinel down-after-milliseconds $SENTINEL_MASTER $TOPOLOGY_NODE_TIMEOUT
 sentinel failover-timeout $SENTINEL_MASTER 3000
@@ -126,6 +133,17 @@ EOF
 	if [ "$(id -u)" -eq 0 ]; then chown postgres: "$SENTINEL_PASSWORD_FILE"; fi
 
 	topology_sentinel_settled
+}
+
+# topology_sentinel_auth: the authentication lines of a Sentinel's
+# configuration.
+topology_sentinel_auth() {
+	if [ -n "$SENTINEL_USER" ]; then
+		printf 'user default off\nuser %s on >%s +@all &*\nsentinel sentinel-user %s\nsentinel sentinel-pass %s\n' \
+			"$SENTINEL_USER" "$SENTINEL_PASSWORD" "$SENTINEL_USER" "$SENTINEL_PASSWORD"
+	else
+		printf 'requirepass %s\n' "$SENTINEL_PASSWORD"
+	fi
 }
 
 # topology_sentinel_settled: wait (up to 30 s) until every Sentinel names

@@ -1,0 +1,581 @@
+/*-------------------------------------------------------------------------
+ *
+ * redis_io.c
+ *	  The transport of every Redis connection: one socket, its waits, one
+ *	  capped exchange of commands and replies, and the replies copied out
+ *	  of hiredis.
+ *
+ * hiredis only formats commands and parses replies; the socket is ours to
+ * wait on.  As libpq-be-fe-helpers.h does for libpq, the descriptor is
+ * reserved with AcquireExternalFD, the connect is started without
+ * waiting, and every wait sleeps in WaitEventSetWait on the socket and
+ * the latch: cancel, statement_timeout, pg_terminate_backend and
+ * postmaster death are served at once in every phase, a reload (which
+ * sets the latch too) never breaks a call, and the wait shows as the
+ * Extension wait event.  A budget that is not interruptible, where
+ * PostgreSQL holds interrupts, waits on the socket, the postmaster and the
+ * clock alone.  Only resolving a host name (getaddrinfo) blocks.
+ *
+ * Caps on one reply, on every socket alike.  hiredis 0.14 buffers a bulk
+ * string whole, and allocates an array's element vector as soon as it
+ * reads its header, so without caps a hostile server could make a backend
+ * allocate without bound.  Bytes are counted as they are read, array
+ * elements as hiredis announces them (its reader has no maxelements
+ * before 1.0: every socket gets our createArray, which refuses before
+ * anything is allocated).  The caps sit far above the largest reply
+ * expected: CLUSTER SLOTS of 500 primaries with a replica each, the slots
+ * scattered in 16,384 ranges, is about 3 MB and 330,000 elements.  The
+ * line cap keeps hiredis, which scans a line from its start at every
+ * read, from going quadratic over a line that never ends.
+ *
+ * hiredis memory is malloc'd: each reply is copied into palloc'd memory
+ * and freed at once, and error strings are copied before the objects
+ * holding them are freed, so that no ereport can leak or dangle it.  After
+ * a failure the socket is closed: a late reply can never be read as the
+ * answer to a later command.
+ *
+ * IDENTIFICATION
+ *	  src/redis_io.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sys/socket.h>
+
+#ifdef USE_HIREDIS
+#include <hiredis/hiredis.h>
+#endif
+
+#include "fencing_errcodes.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "redis_hostport.h"
+#include "redis_io.h"
+#include "storage/fd.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#ifdef USE_HIREDIS
+
+#define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
+#define REDIS_MAX_REPLY_LINE		(64 * 1024)
+
+/* Position of the socket in a wait event set (after latch, postmaster). */
+#define REDIS_WES_SOCKET_POS 2
+
+/* Which cap the reply being read went over, if any. */
+typedef enum RedisReplyLimit
+{
+	REDIS_LIMIT_NONE,
+	REDIS_LIMIT_BYTES,
+	REDIS_LIMIT_ELEMENTS,
+	REDIS_LIMIT_LINE
+} RedisReplyLimit;
+
+/* The reply being read; one at a time in a backend. */
+static RedisReplyLimit reply_limit = REDIS_LIMIT_NONE;
+static long reply_elements = 0; /* announced so far in this reply */
+
+/* hiredis's reply builders, but for arrays, which go through our cap. */
+static redisReplyObjectFunctions redis_reply_functions;
+static void *(*hiredis_create_array) (const redisReadTask *task,
+									  int elements) = NULL;
+
+/* A reply received but not yet copied and freed. */
+static redisReply *pending_reply = NULL;
+
+/* A budget of ms from now, or without end if ms < 0. */
+RedisBudget
+redis_budget_start(long ms, const char *limit, bool interruptible)
+{
+	RedisBudget b;
+
+	b.deadline = ms < 0 ? DT_NOEND :
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+	b.interruptible = interruptible;
+	b.ms = ms;
+	b.limit = limit;
+	return b;
+}
+
+/*
+ * redis_budget_within
+ *		The budget of a step limited to ms: outer's, if it ends first.
+ */
+RedisBudget
+redis_budget_within(const RedisBudget *outer, long ms, const char *limit)
+{
+	RedisBudget b = redis_budget_start(ms, limit, outer->interruptible);
+
+	if (outer->deadline < b.deadline)
+		return *outer;
+	return b;
+}
+
+/* Milliseconds left, at most LONG_MAX; 0 once the deadline has passed. */
+long
+redis_budget_remaining(const RedisBudget *budget)
+{
+	if (budget->deadline == DT_NOEND)
+		return LONG_MAX;
+	return TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+										   budget->deadline);
+}
+
+/*
+ * redis_pause_before_retry
+ *		Sleep pause_ms before another try, serving interrupts if the budget
+ *		allows; false, at once, if the budget would not outlast the pause.
+ */
+bool
+redis_pause_before_retry(const RedisBudget *budget, int pause_ms)
+{
+	if (redis_budget_remaining(budget) <= pause_ms)
+		return false;
+	if (budget->interruptible)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 pause_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	else
+		(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 pause_ms, PG_WAIT_EXTENSION);
+	return true;
+}
+
+/*
+ * redis_io_close
+ *		Close the socket, if open, and free everything that goes with it.
+ *		Safe to call at any time, including from error cleanup.
+ */
+void
+redis_io_close(RedisSocket *s)
+{
+	if (pending_reply != NULL)
+	{
+		freeReplyObject(pending_reply);
+		pending_reply = NULL;
+	}
+	if (s->wes != NULL)
+	{
+		FreeWaitEventSet(s->wes);
+		s->wes = NULL;
+	}
+	if (s->ctx != NULL)
+	{
+		redisFree(s->ctx);
+		s->ctx = NULL;
+	}
+	if (s->fd_reserved)
+	{
+		ReleaseExternalFD();
+		s->fd_reserved = false;
+	}
+	s->in_flight = false;
+}
+
+/* Close the socket and describe the failure; false for the caller. */
+static bool
+redis_io_fail(RedisSocket *s, RedisError *err, const char *reason,
+			  int sqlstate, char *message, char *detail, char *hint)
+{
+	err->sent = s->sent;
+	err->reason = reason;
+	redis_io_close(s);
+	return redis_error_set(err, sqlstate, message, detail, hint);
+}
+
+/*
+ * redis_io_wait
+ *		Sleep until the socket is ready for io (WL_SOCKET_READABLE or
+ *		WL_SOCKET_WRITEABLE); false once the deadline has passed.
+ */
+static bool
+redis_io_wait(RedisSocket *s, int io, const RedisBudget *budget)
+{
+	for (;;)
+	{
+		long		remaining;
+
+		if (budget->interruptible)
+			CHECK_FOR_INTERRUPTS();
+		remaining = redis_budget_remaining(budget);
+		if (remaining <= 0)
+			return false;
+		remaining = Min(remaining, INT_MAX);
+
+		if (budget->interruptible)
+		{
+			WaitEvent	event;
+
+			if (s->wes_io != io)
+			{
+				ModifyWaitEvent(s->wes, REDIS_WES_SOCKET_POS, io, NULL);
+				s->wes_io = io;
+			}
+			if (WaitEventSetWait(s->wes, remaining, &event, 1,
+								 PG_WAIT_EXTENSION) == 0)
+				continue;		/* timed out: the loop says so */
+			if (event.events & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				continue;		/* interrupts are served at the top */
+			}
+			return true;
+		}
+		else if (WaitLatchOrSocket(NULL, io | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								   s->ctx->fd, remaining,
+								   PG_WAIT_EXTENSION) & io)
+			return true;
+	}
+}
+
+/*
+ * redis_create_array
+ *		hiredis's createArray, refused (NULL, which the reader reports as
+ *		out of memory) once the reply announces more elements than
+ *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
+ */
+static void *
+redis_create_array(const redisReadTask *task, int elements)
+{
+	if (elements > REDIS_MAX_REPLY_ELEMENTS - reply_elements)
+	{
+		reply_limit = REDIS_LIMIT_ELEMENTS;
+		return NULL;
+	}
+	reply_elements += elements;
+	return hiredis_create_array(task, elements);
+}
+
+/*
+ * redis_io_connect
+ *		Connect to host:port (a Unix socket if host is a path) within the
+ *		budget, the socket given max_bytes as its reply cap; false on
+ *		failure, described in *err, with nothing left open.
+ *
+ * hiredis marks a non-blocking context connected at once: the outcome is
+ * the socket's error once it turns writeable.
+ */
+bool
+redis_io_connect(RedisSocket *s, const char *host, int port,
+				 size_t max_bytes, const RedisBudget *budget,
+				 RedisError *err)
+{
+	redisContext *c;
+	int			so_error = 0;
+	socklen_t	so_error_len = sizeof(so_error);
+
+	Assert(s->ctx == NULL);
+	memset(s, 0, sizeof(RedisSocket));
+	redis_format_target(s->target, sizeof(s->target), host, port);
+	s->max_bytes = max_bytes;
+
+	if (!AcquireExternalFD())
+		return redis_io_fail(s, err, "too many open files on the local server",
+							 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+							 psprintf("could not connect to Redis server at \"%s\"",
+									  s->target),
+							 pstrdup("There are too many open files on the local server."),
+							 pstrdup("Raise the server's max_files_per_process and/or \"ulimit -n\" limits."));
+	s->fd_reserved = true;
+
+	if (host[0] == '/')
+		c = redisConnectUnixNonBlock(host);
+	else
+		c = redisConnectNonBlock(host, port);
+	if (c == NULL)
+		return redis_io_fail(s, err, "out of memory", ERRCODE_OUT_OF_MEMORY,
+							 pstrdup("out of memory"),
+							 pstrdup("Could not allocate a Redis connection."),
+							 NULL);
+	s->ctx = c;
+	if (c->err)
+		return redis_io_fail(s, err, pstrdup(c->errstr),
+							 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+							 psprintf("could not connect to Redis server at \"%s\": %s",
+									  s->target, c->errstr),
+							 NULL, NULL);
+
+	/* Replies are built by hiredis's functions, arrays under our cap. */
+	if (hiredis_create_array == NULL)
+	{
+		redis_reply_functions = *c->reader->fn;
+		hiredis_create_array = redis_reply_functions.createArray;
+		redis_reply_functions.createArray = redis_create_array;
+	}
+	c->reader->fn = &redis_reply_functions;
+
+	s->wes = CreateWaitEventSet(TopMemoryContext, 3);
+	AddWaitEventToSet(s->wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(s->wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	AddWaitEventToSet(s->wes, WL_SOCKET_WRITEABLE, c->fd, NULL, NULL);
+	s->wes_io = WL_SOCKET_WRITEABLE;
+
+	if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
+		return redis_io_fail(s, err, "connect timed out",
+							 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+							 psprintf("timed out connecting to Redis server at \"%s\"",
+									  s->target),
+							 psprintf("No connection within %ld ms.", budget->ms),
+							 psprintf("The limit is %s.", budget->limit));
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so_error, &so_error_len) != 0)
+		so_error = errno;
+	if (so_error != 0)
+		return redis_io_fail(s, err, pstrdup(strerror(so_error)),
+							 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+							 psprintf("could not connect to Redis server at \"%s\": %s",
+									  s->target, strerror(so_error)),
+							 NULL, NULL);
+	return true;
+}
+
+/* Describe a reply that went over a cap. */
+static bool
+redis_io_too_large(RedisSocket *s, RedisError *err)
+{
+	char	   *detail;
+
+	switch (reply_limit)
+	{
+		case REDIS_LIMIT_ELEMENTS:
+			detail = psprintf("The reply has more than %d array elements, the most fencing accepts.",
+							  REDIS_MAX_REPLY_ELEMENTS);
+			break;
+		case REDIS_LIMIT_LINE:
+			detail = psprintf("A status, error, integer or length line of the reply is longer than %d bytes, the most fencing accepts.",
+							  REDIS_MAX_REPLY_LINE);
+			break;
+		case REDIS_LIMIT_BYTES:
+		default:
+			detail = psprintf("The reply is longer than %zu bytes, the most fencing accepts.",
+							  s->max_bytes);
+			break;
+	}
+	return redis_io_fail(s, err, "reply too large",
+						 ERRCODE_FENCING_REDIS_PROTOCOL,
+						 psprintf("reply from Redis server at \"%s\" is too large",
+								  s->target),
+						 detail, NULL);
+}
+
+/*
+ * redis_io_failed
+ *		Describe a failed hiredis read or write.  secret says that the
+ *		commands carried a password: hiredis's text of a protocol error
+ *		quotes a byte of the reply, which may echo it.
+ */
+static bool
+redis_io_failed(RedisSocket *s, RedisError *err, bool secret)
+{
+	redisContext *c = s->ctx;
+
+	if (reply_limit != REDIS_LIMIT_NONE)
+		return redis_io_too_large(s, err);
+	if (c->err == REDIS_ERR_OOM)
+		return redis_io_fail(s, err, "out of memory", ERRCODE_OUT_OF_MEMORY,
+							 pstrdup("out of memory"),
+							 psprintf("Could not buffer a command for, or a reply from, Redis server at \"%s\".",
+									  s->target),
+							 NULL);
+	if (c->err == REDIS_ERR_PROTOCOL)
+		return redis_io_fail(s, err, "protocol error",
+							 ERRCODE_FENCING_REDIS_PROTOCOL,
+							 psprintf("unexpected reply from Redis server at \"%s\"",
+									  s->target),
+							 secret ? NULL : pstrdup(c->errstr),
+							 NULL);
+	return redis_io_fail(s, err,
+						 pstrdup(c->errstr[0] ? c->errstr : "connection lost"),
+						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						 psprintf("lost connection to Redis server at \"%s\"",
+								  s->target),
+						 pstrdup(c->errstr[0] ? c->errstr : "unknown error"),
+						 NULL);
+}
+
+/*
+ * Whether the unparsed bytes begin with a line over REDIS_MAX_REPLY_LINE:
+ * the reader is always at the start of an item or just after its type
+ * byte, where a carriage return must come soon.
+ */
+static bool
+redis_reader_line_too_long(const redisReader *r)
+{
+	return r->len - r->pos > REDIS_MAX_REPLY_LINE &&
+		memchr(r->buf + r->pos, '\r', REDIS_MAX_REPLY_LINE) == NULL;
+}
+
+/* Copy a hiredis reply into the current memory context. */
+static RedisValue *
+redis_value_copy(const redisReply *r)
+{
+	RedisValue *v = palloc0(sizeof(RedisValue));
+
+	switch (r->type)
+	{
+		case REDIS_REPLY_STRING:
+		case REDIS_REPLY_STATUS:
+		case REDIS_REPLY_ERROR:
+			v->type = r->type == REDIS_REPLY_STRING ? REDIS_VALUE_STRING :
+				r->type == REDIS_REPLY_STATUS ? REDIS_VALUE_STATUS :
+				REDIS_VALUE_ERROR;
+			v->len = r->len;
+			v->str = palloc(r->len + 1);
+			memcpy(v->str, r->str, r->len);
+			v->str[r->len] = '\0';
+			break;
+		case REDIS_REPLY_INTEGER:
+			v->type = REDIS_VALUE_INTEGER;
+			v->integer = r->integer;
+			break;
+		case REDIS_REPLY_NIL:
+			v->type = REDIS_VALUE_NIL;
+			break;
+		case REDIS_REPLY_ARRAY:
+			v->type = REDIS_VALUE_ARRAY;
+			v->nelements = r->elements;
+			v->elements = palloc0(sizeof(RedisValue *) * Max(r->elements, 1));
+			for (size_t i = 0; i < r->elements; i++)
+				v->elements[i] = redis_value_copy(r->element[i]);
+			break;
+		default:
+			/* hiredis 0.14 has no other reply types (no RESP3) */
+			elog(ERROR, "unknown hiredis reply type %d", r->type);
+	}
+	return v;
+}
+
+/*
+ * redis_io_read
+ *		Read one reply by the budget's deadline, under the caps; false on
+ *		failure, described in *err, with the socket closed.
+ */
+bool
+redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
+			  bool secret, RedisError *err)
+{
+	void	   *r = NULL;
+	size_t		reply_bytes = 0;
+
+	reply_limit = REDIS_LIMIT_NONE;
+	reply_elements = 0;
+	for (;;)
+	{
+		size_t		buffered;
+
+		if (redisGetReplyFromReader(s->ctx, &r) != REDIS_OK)
+			return redis_io_failed(s, err, secret);
+		if (r != NULL)
+			break;
+		if (!redis_io_wait(s, WL_SOCKET_READABLE, budget))
+			return redis_io_fail(s, err, "timed out waiting for a reply",
+								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+								 psprintf("timed out waiting for a reply from Redis server at \"%s\"",
+										  s->target),
+								 psprintf("No reply arrived within %ld ms.", budget->ms),
+								 psprintf("The limit is %s.", budget->limit));
+		buffered = s->ctx->reader->len;
+		if (redisBufferRead(s->ctx) != REDIS_OK)
+			return redis_io_failed(s, err, secret);
+		reply_bytes += s->ctx->reader->len - buffered;
+		if (reply_bytes > s->max_bytes)
+			reply_limit = REDIS_LIMIT_BYTES;
+		else if (redis_reader_line_too_long(s->ctx->reader))
+			reply_limit = REDIS_LIMIT_LINE;
+		if (reply_limit != REDIS_LIMIT_NONE)
+			return redis_io_too_large(s, err);
+	}
+	pending_reply = r;
+	*reply = redis_value_copy(pending_reply);
+	freeReplyObject(pending_reply);
+	pending_reply = NULL;
+	return true;
+}
+
+/*
+ * redis_io_exchange
+ *		Send ncommands commands, pipelined, and read their replies, by the
+ *		budget's deadline; false on failure, described in *err, with the
+ *		socket closed (replies[i] is then NULL for every reply not read).
+ *
+ * The socket is non-blocking: whatever does not fit in the socket buffers
+ * is sent as the server reads it, the backend sleeping in between, as it
+ * does for the replies.  s->sent is set before the first byte may leave,
+ * and stays set: the commands may have run.
+ */
+bool
+redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
+				  const char ***argv, RedisValue **replies,
+				  const RedisBudget *budget, bool secret, RedisError *err)
+{
+	int			done = 0;
+
+	Assert(s->ctx != NULL && s->ctx->err == 0);
+
+	for (int c = 0; c < ncommands; c++)
+		replies[c] = NULL;
+	s->sent = false;
+	s->in_flight = true;
+	for (int c = 0; c < ncommands; c++)
+	{
+		size_t	   *argvlen = palloc(sizeof(size_t) * argc[c]);
+
+		for (int i = 0; i < argc[c]; i++)
+			argvlen[i] = strlen(argv[c][i]);
+		if (redisAppendCommandArgv(s->ctx, argc[c], argv[c], argvlen) != REDIS_OK)
+			return redis_io_failed(s, err, secret);
+		pfree(argvlen);
+	}
+
+	s->sent = true;
+	for (;;)
+	{
+		if (redisBufferWrite(s->ctx, &done) != REDIS_OK)
+			return redis_io_failed(s, err, secret);
+		if (done)
+			break;
+		if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
+			return redis_io_fail(s, err, "timed out sending",
+								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+								 psprintf("timed out sending a command to Redis server at \"%s\"",
+										  s->target),
+								 psprintf("The server did not read the command within %ld ms.",
+										  budget->ms),
+								 psprintf("The limit is %s.", budget->limit));
+	}
+
+	for (int c = 0; c < ncommands; c++)
+		if (!redis_io_read(s, &replies[c], budget, secret, err))
+			return false;
+	s->in_flight = false;
+	return true;
+}
+
+/*
+ * redis_io_stale
+ *		Whether an open socket about to be reused is no longer in step with
+ *		the server: closed by it (restart, idle timeout), broken, or
+ *		holding bytes nobody asked for.  A non-blocking peek, no round
+ *		trip.
+ */
+bool
+redis_io_stale(const RedisSocket *s)
+{
+	char		c;
+	ssize_t		n;
+
+	if (s->ctx->reader->pos < s->ctx->reader->len)
+		return true;
+	n = recv(s->ctx->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n >= 0)
+		return true;			/* end of file, or unsolicited bytes */
+	return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
+#endif							/* USE_HIREDIS */

@@ -1,0 +1,102 @@
+/*-------------------------------------------------------------------------
+ *
+ * redis_io.h
+ *	  The transport of every Redis connection: one socket, its waits, one
+ *	  capped exchange of commands and replies, and the replies copied out
+ *	  of hiredis.
+ *
+ * Data connections, Sentinels, Cluster nodes and the Sentinel watch all
+ * go through here, so that they all get the same non-blocking connect,
+ * the same interruptible waits and the same caps on what a server may
+ * send.  Nothing here knows about AUTH, SELECT or which server to use.
+ *
+ * IDENTIFICATION
+ *	  src/redis_io.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef REDIS_IO_H
+#define REDIS_IO_H
+
+#include "datatype/timestamp.h"
+
+/* A reply, copied out of hiredis into the current memory context. */
+typedef enum RedisValueType
+{
+	REDIS_VALUE_STRING,
+	REDIS_VALUE_ARRAY,
+	REDIS_VALUE_INTEGER,
+	REDIS_VALUE_NIL,
+	REDIS_VALUE_STATUS,
+	REDIS_VALUE_ERROR
+} RedisValueType;
+
+typedef struct RedisValue
+{
+	RedisValueType type;
+	long long	integer;		/* REDIS_VALUE_INTEGER */
+	char	   *str;			/* STRING, STATUS, ERROR: NUL-terminated */
+	size_t		len;
+	size_t		nelements;		/* ARRAY */
+	struct RedisValue **elements;
+} RedisValue;
+
+#ifdef USE_HIREDIS
+#include "redis_error.h"
+#include "storage/latch.h"
+
+/*
+ * The time a call may take, passed down to every step of it: the
+ * deadline, and whether the waits serve interrupts (not where PostgreSQL
+ * holds them: after commit, at exit).  ms and limit name the limit that
+ * set the deadline, for messages.
+ */
+typedef struct RedisBudget
+{
+	TimestampTz deadline;
+	bool		interruptible;
+	long		ms;
+	const char *limit;
+} RedisBudget;
+
+/* Room for "[v6addr]:port" or a Unix socket path, for messages. */
+#define REDIS_TARGET_LEN	272
+
+/* One socket to a Redis server, Sentinel or node; all zero when closed. */
+typedef struct RedisSocket
+{
+	struct redisContext *ctx;
+	WaitEventSet *wes;			/* latch, postmaster death, socket */
+	int			wes_io;			/* the socket event wes waits for */
+	bool		fd_reserved;
+	bool		in_flight;		/* commands sent, replies not all read */
+	bool		sent;			/* the last exchange reached the socket */
+	size_t		max_bytes;		/* cap on one reply */
+	char		target[REDIS_TARGET_LEN];	/* as messages name it */
+} RedisSocket;
+
+/* The cap on one reply's bytes on a data connection. */
+#define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
+
+extern RedisBudget redis_budget_start(long ms, const char *limit,
+									  bool interruptible);
+extern RedisBudget redis_budget_within(const RedisBudget *outer, long ms,
+									   const char *limit);
+extern long redis_budget_remaining(const RedisBudget *budget);
+extern bool redis_pause_before_retry(const RedisBudget *budget, int pause_ms);
+
+extern bool redis_io_connect(RedisSocket *s, const char *host, int port,
+							 size_t max_bytes, const RedisBudget *budget,
+							 RedisError *err);
+extern bool redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
+							  const char ***argv, RedisValue **replies,
+							  const RedisBudget *budget, bool secret,
+							  RedisError *err);
+extern bool redis_io_read(RedisSocket *s, RedisValue **reply,
+						  const RedisBudget *budget, bool secret,
+						  RedisError *err);
+extern bool redis_io_stale(const RedisSocket *s);
+extern void redis_io_close(RedisSocket *s);
+#endif
+
+#endif							/* REDIS_IO_H */

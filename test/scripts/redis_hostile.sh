@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# Hostile and slow servers on every kind of connection the client makes
+# (a data server, a Sentinel, the Sentinel watch, a Cluster node), played
+# by test/lib/fake_redis.py:
+#
+#   caps       a "*2147483647" array header is refused at once, memory
+#              bounded, on each kind of connection;
+#   redirects  an address a server hands out (-MOVED, -ASK, CLUSTER
+#              SLOTS, a Sentinel's answer) is checked like a setting: no
+#              Unix socket path, no host name unless
+#              fencing.redis_discovered_host_names allows it; a refused
+#              one is TF105 and nothing is sent to it;
+#   deadlines  a release after commit ends within
+#              fencing.redis_release_timeout, slow AUTH and SELECT
+#              included, in each mode; Sentinel discovery and ROLE share
+#              one deadline;
+#   codes      a Sentinel that does not speak RESP is TF105;
+#   sent       an attempt cancelled before its command was sent leaves no
+#              owner behind that may hold the lock.
+#
+# Only the processes this script started are ever signalled.
+#
+# Usage: test/scripts/redis_hostile.sh   (prints ok/not ok lines; exit 0 = pass)
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+
+FAKE_PY=$FENCING_TOP/test/lib/fake_redis.py
+
+harness_start_redis || exit 1
+redis_start_pg || exit 1
+
+sess_open a
+sess a "SET statement_timeout = '500ms'; SELECT pg_backend_pid();"
+a_pid=$R
+sess a "SELECT fenced_acquire('warm:1'); SELECT fenced_release('warm:1');"
+
+# fake_start ARGS...: a fake server (test/lib/fake_redis.py ARGS) on a
+# free TCP port; sets FAKE_PORT, and FAKE_LOG, the file it logs
+# connections and commands to.
+FAKE_PIDS=()
+fake_start() {
+	local try
+	FAKE_LOG=$SESS_DIR/fake-${#FAKE_PIDS[@]}.log
+	for try in 1 2 3 4 5; do
+		FAKE_PORT=$(harness_free_port)
+		python3 "$FAKE_PY" "$FAKE_PORT" --log "$FAKE_LOG" "$@" 2>>"$SESS_DIR/fake.err" &
+		FAKE_PIDS+=("$!")
+		HARNESS_PIDS+=("$!")
+		for _ in $(seq 100); do
+			kill -0 "$!" 2>/dev/null || break
+			if (exec 3<>"/dev/tcp/127.0.0.1/$FAKE_PORT") 2>/dev/null; then
+				sleep 0.1
+				: >"$FAKE_LOG"	# the probe's connection
+				return 0
+			fi
+			sleep 0.05
+		done
+	done
+	return 1
+}
+
+# fake_stop_all: stop every fake server started so far.
+fake_stop_all() {
+	local pid
+	for pid in "${FAKE_PIDS[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+	FAKE_PIDS=()
+}
+
+# vm_peak: the most virtual memory session a's backend ever had, in kB.
+vm_peak() { awk '/^VmPeak/ {print $2}' "/proc/$a_pid/status"; }
+
+# ------------------------------------------------------------------- caps
+
+# refused_at_once DESCRIPTION SETTINGS: with SETTINGS, fenced_acquire()
+# gets a "*2147483647" header on the connection under test: TF105 within
+# 200 ms, and the backend's VmPeak grows by less than 100 MB.
+refused_at_once() {
+	local peak0
+	peak0=$(vm_peak)
+	sess a "$2"
+	sess a "SELECT fenced_acquire('cap:1');"
+	expect "$1: SQLSTATE TF105" "$S" "TF105"
+	expect_match "$1: named as too large" "$R" "too large.*The reply has more than 1048576 array elements"
+	check "$1: refused within 200 ms ($T ms)" test "$T" -lt 200
+	check "$1: memory bounded (VmPeak grew by $(($(vm_peak) - peak0)) kB)" \
+		test $(($(vm_peak) - peak0)) -lt 102400
+	sess a "RESET fencing.redis_port; RESET fencing.redis_sentinels; RESET fencing.redis_sentinel_master; RESET fencing.redis_cluster_nodes;"
+	sess a "SELECT fenced_acquire('cap:2'); SELECT fenced_release('cap:2');"
+	expect_match "$1: the session works again" "$S|$R" '^00000\|'
+}
+
+fake_start --eval '*2147483647'
+refused_at_once "a data server" "SET fencing.redis_port = $FAKE_PORT;"
+
+fake_start --sentinel huge
+refused_at_once "a Sentinel" \
+	"SET fencing.redis_sentinels = '127.0.0.1:$FAKE_PORT'; SET fencing.redis_sentinel_master = 'm';"
+
+fake_start --sentinel "127.0.0.1:$REDIS_PORT" --subscribe huge
+refused_at_once "the Sentinel watch" \
+	"SET fencing.redis_sentinels = '127.0.0.1:$FAKE_PORT'; SET fencing.redis_sentinel_master = 'm';"
+
+fake_start --slots huge
+refused_at_once "a Cluster node" "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT';"
+fake_stop_all
+
+# -------------------------------------------------------------- redirects
+
+# A Unix socket that logs whatever connects to it.
+TRAP_SOCKET=$SESS_DIR/x.sock
+TRAP_LOG=$SESS_DIR/trap.log
+: >"$TRAP_LOG"
+python3 "$FAKE_PY" "$TRAP_SOCKET" --log "$TRAP_LOG" 2>>"$SESS_DIR/fake.err" &
+FAKE_PIDS+=("$!")
+HARNESS_PIDS+=("$!")
+for _ in $(seq 100); do [ -S "$TRAP_SOCKET" ] && break; sleep 0.05; done
+
+# redirected DESCRIPTION FAKE-ARGS...: a Cluster node answers the script
+# with a redirect (or its map) named by FAKE-ARGS; the acquisition is
+# TF105, and nothing reaches the trap.
+redirected() {
+	local desc=$1
+	shift
+	fake_start --slots self "$@"
+	sess a "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT'; SET fencing.redis_password = 'node-secret'; SELECT fenced_acquire('redir:1');"
+	expect "$desc: SQLSTATE TF105" "$S" "TF105"
+	expect_match "$desc: the message names the address" "$R" "$REFUSED_TEXT"
+	expect "$desc: nothing connected to the Unix socket" "$(cat "$TRAP_LOG")" ""
+	sess a "RESET fencing.redis_cluster_nodes; RESET fencing.redis_password;"
+}
+
+REFUSED_TEXT="Redis server at \"127\.0\.0\.1:[0-9]+\" redirected to \"$TRAP_SOCKET:1\".*DETAIL: +A Unix socket"
+redirected "-MOVED to a Unix socket" --eval "-MOVED 1 $TRAP_SOCKET:1"
+redirected "-ASK to a Unix socket" --eval "-ASK 1 $TRAP_SOCKET:1"
+REFUSED_TEXT="unexpected reply from Redis server at \"127\.0\.0\.1:[0-9]+\".*DETAIL: +CLUSTER SLOTS names \"$TRAP_SOCKET\".*A Unix socket"
+redirected "CLUSTER SLOTS naming a Unix socket" --slots "$TRAP_SOCKET:1"
+
+REFUSED_TEXT="redirected to \"localhost:$REDIS_PORT\".*DETAIL: +A host name.*HINT: +.*fencing.redis_discovered_host_names"
+redirected "-MOVED to a host name" --eval "-MOVED 1 localhost:$REDIS_PORT"
+sess a "SET fencing.redis_discovered_host_names = on;"
+expect "a superuser's setting" "$(q -c "SELECT context FROM pg_settings WHERE name = 'fencing.redis_discovered_host_names'")" "superuser"
+sess a "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT'; SELECT fenced_acquire('redir:2');"
+expect_match "with fencing.redis_discovered_host_names on, the redirect is followed" "$S|$R" '^00000\|[1-9][0-9]*$'
+sess a "RESET fencing.redis_cluster_nodes; RESET fencing.redis_discovered_host_names;"
+
+# sentinel_names DESCRIPTION ADDRESS REGEX: a Sentinel names ADDRESS as
+# the primary: TF105, with a detail matching REGEX.
+sentinel_names() {
+	fake_start --sentinel "$2"
+	sess a "SET fencing.redis_sentinels = '127.0.0.1:$FAKE_PORT'; SET fencing.redis_sentinel_master = 'm'; SELECT fenced_acquire('redir:3');"
+	expect "$1: SQLSTATE TF105" "$S" "TF105"
+	expect_match "$1: the detail says why" "$R" "$3"
+}
+sentinel_names "a Sentinel naming a host name" "localhost:$REDIS_PORT" \
+	"DETAIL: +127\.0\.0\.1:[0-9]+ named \"localhost:$REDIS_PORT\": A host name"
+sess a "SET fencing.redis_discovered_host_names = on; SELECT fenced_acquire('redir:3');"
+expect_match "with fencing.redis_discovered_host_names on, the Sentinel's host name is used" "$S|$R" '^00000\|[1-9][0-9]*$'
+sess a "RESET fencing.redis_discovered_host_names;"
+sentinel_names "a Sentinel naming a Unix socket" "$TRAP_SOCKET:1" "answered with a malformed host"
+expect "nothing connected to the Unix socket" "$(cat "$TRAP_LOG")" ""
+
+# ------------------------------------------------------------------ codes
+
+sentinel_names "a Sentinel answering HTTP" garbage \
+	"could not get the address of master \"m\" from any Redis Sentinel.*DETAIL: +127\.0\.0\.1:[0-9]+ protocol error"
+sess a "RESET fencing.redis_sentinels; RESET fencing.redis_sentinel_master;"
+fake_stop_all
+
+# -------------------------------------------------------------- deadlines
+
+# A release after commit, on a new connection (the server closed the one
+# the acquisition used) to a server whose AUTH and SELECT take 1.9 s each
+# and which never answers the release: COMMIT within
+# fencing.redis_release_timeout (2 s) + 250 ms, with a WARNING.
+sess_open b
+# release_bounded DESCRIPTION SETTINGS
+release_bounded() {
+	sess b "SET fencing.redis_command_timeout = '5s'; SET fencing.redis_password = 'pw'; $2"
+	sess b "BEGIN; SELECT fenced_acquire_xact('rel:1');"
+	expect_match "$1: the acquisition, slow as it is" "$S|$R" '^00000\|[1-9][0-9]*$'
+	sess b "COMMIT;"
+	expect "$1: COMMIT succeeds" "$S" "00000"
+	expect_match "$1: with a WARNING" "$R" "WARNING: +could not release the Redis lock on resource \"rel:1\""
+	check "$1: within fencing.redis_release_timeout + 250 ms ($T ms)" test "$T" -lt 2250
+	sess b "RESET ALL;"
+}
+
+fake_start --delay-auth 1.9 --delay-select 1.9 --close-after-acquire
+release_bounded "one server" "SET fencing.redis_port = $FAKE_PORT; SET fencing.redis_database = 1;"
+fake_stop_all
+fake_start --delay-auth 1.9 --delay-select 1.9 --close-after-acquire
+DATA_PORT=$FAKE_PORT
+fake_start --sentinel "127.0.0.1:$DATA_PORT"
+release_bounded "Sentinel mode" \
+	"SET fencing.redis_sentinels = '127.0.0.1:$FAKE_PORT'; SET fencing.redis_sentinel_master = 'm'; SET fencing.redis_database = 1;"
+fake_stop_all
+fake_start --slots self --delay-auth 1.9 --close-after-acquire
+release_bounded "Cluster mode" "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT';"
+fake_stop_all
+
+# Sentinel discovery, the connect to the primary, AUTH, SELECT and ROLE
+# share one deadline: the connect + command timeouts (1 s + 2 s), though
+# AUTH and SELECT (1.9 s each) each stay within the command timeout.
+fake_start --delay-auth 1.9 --delay-select 1.9
+DATA_PORT=$FAKE_PORT
+fake_start --sentinel "127.0.0.1:$DATA_PORT"
+sess b "SET fencing.redis_connect_timeout = '1s'; SET fencing.redis_command_timeout = '2s'; SET fencing.redis_password = 'pw'; SET fencing.redis_database = 1;"
+sess b "SET fencing.redis_sentinels = '127.0.0.1:$FAKE_PORT'; SET fencing.redis_sentinel_master = 'm'; SELECT fenced_acquire('disc:1');"
+expect "discovery past its deadline: TF101" "$S" "TF101"
+expect_match "a time out" "$R" "timed out waiting for a reply"
+check "within the connect + command timeouts (3 s) + 250 ms ($T ms)" test "$T" -lt 3250
+sess b "RESET ALL;"
+fake_stop_all
+
+# An attempt cancelled before its command reached the socket (here in a
+# slow AUTH) cannot have taken the lock: its owner is not remembered, and
+# the next attempt passes the script no owner to take over (the transport's
+# sent flag; 1.1 judged by the SQLSTATE and remembered it).
+fake_start --delay-auth 0.6
+sess b "SET fencing.redis_port = $FAKE_PORT; SET fencing.redis_password = 'pw'; SET statement_timeout = '300ms'; SELECT fenced_acquire('sent:1');"
+expect "cancelled in AUTH" "$S" "57014"
+sess b "RESET statement_timeout; SELECT fenced_acquire('sent:1');"
+expect_match "the next attempt" "$S|$R" '^00000\|[1-9][0-9]*$'
+expect "its script gets no owner to take over (EVALSHA sha 2 keys + 5 arguments)" \
+	"$(grep '^EVALSHA' "$FAKE_LOG")" "EVALSHA 10"
+sess b "RESET ALL;"
+fake_stop_all
+
+sess_close a
+sess_close b
+redis_finish
