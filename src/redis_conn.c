@@ -62,12 +62,13 @@
 #include <sys/stat.h>
 
 #ifdef USE_HIREDIS
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 #endif
 
 #include "common/cryptohash.h"
 #include "fencing_errcodes.h"
 #include "miscadmin.h"
+#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_cluster.h"
 #include "redis_conn.h"
@@ -145,7 +146,7 @@ static long reply_elements = 0; /* announced so far in this reply */
 /* hiredis's reply builders, but for arrays, which go through our cap. */
 static redisReplyObjectFunctions redis_reply_functions;
 static void *(*hiredis_create_array) (const redisReadTask *task,
-									  int elements) = NULL;
+									  RedisArrayCount elements) = NULL;
 
 static bool redis_connect(bool interruptible, RedisError *err);
 
@@ -413,7 +414,7 @@ redis_wait(int io, TimestampTz deadline, bool interruptible)
 				conn_wes_io = io;
 			}
 			if (WaitEventSetWait(conn_wes, remaining, &event, 1,
-								 PG_WAIT_EXTENSION) == 0)
+								 fencing_wait_event(FENCING_WAIT_REDIS_IO)) == 0)
 				continue;		/* timed out: the loop says so */
 			if (event.events & WL_LATCH_SET)
 			{
@@ -424,7 +425,7 @@ redis_wait(int io, TimestampTz deadline, bool interruptible)
 		}
 		else if (WaitLatchOrSocket(NULL, io | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 								   conn->fd, remaining,
-								   PG_WAIT_EXTENSION) & io)
+								   fencing_wait_event(FENCING_WAIT_REDIS_IO)) & io)
 			return true;
 	}
 }
@@ -436,9 +437,9 @@ redis_wait(int io, TimestampTz deadline, bool interruptible)
  *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
  */
 static void *
-redis_create_array(const redisReadTask *task, int elements)
+redis_create_array(const redisReadTask *task, RedisArrayCount elements)
 {
-	if (elements > REDIS_MAX_REPLY_ELEMENTS - reply_elements)
+	if (elements > (RedisArrayCount) (REDIS_MAX_REPLY_ELEMENTS - reply_elements))
 	{
 		reply_limit = REDIS_LIMIT_ELEMENTS;
 		return NULL;
@@ -993,7 +994,7 @@ redis_connect_target(int timeout_ms, bool interruptible, RedisError *err)
 	}
 	c->reader->fn = &redis_reply_functions;
 
-	conn_wes = CreateWaitEventSet(TopMemoryContext, 3);
+	conn_wes = FencingCreateWaitEventSet(3);
 	AddWaitEventToSet(conn_wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(conn_wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(conn_wes, WL_SOCKET_WRITEABLE, c->fd, NULL, NULL);
@@ -1108,13 +1109,15 @@ redis_connect_sentinel(bool interruptible, RedisError *err)
 		if (interruptible)
 		{
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 REDIS_SENTINEL_RETRY_PAUSE, PG_WAIT_EXTENSION);
+							 REDIS_SENTINEL_RETRY_PAUSE,
+							 fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 		}
 		else
 			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 REDIS_SENTINEL_RETRY_PAUSE, PG_WAIT_EXTENSION);
+							 REDIS_SENTINEL_RETRY_PAUSE,
+							 fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 	}
 }
 
@@ -1411,13 +1414,15 @@ redis_cluster_prepare(int argc, const char **argv, bool interruptible,
 		if (interruptible)
 		{
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 REDIS_CLUSTER_RETRY_PAUSE, PG_WAIT_EXTENSION);
+							 REDIS_CLUSTER_RETRY_PAUSE,
+							 fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 		}
 		else
 			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 REDIS_CLUSTER_RETRY_PAUSE, PG_WAIT_EXTENSION);
+							 REDIS_CLUSTER_RETRY_PAUSE,
+							 fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 	}
 }
 

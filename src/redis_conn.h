@@ -16,6 +16,8 @@
 #ifndef REDIS_CONN_H
 #define REDIS_CONN_H
 
+#include "pg_compat.h"
+
 /* A reply, copied out of hiredis into the current memory context. */
 typedef enum RedisValueType
 {
@@ -70,10 +72,11 @@ extern bool redis_commands_noerror(int ncommands, const int *argc,
 extern RedisValue *redis_eval(RedisScript *script, int nkeys,
 							  const char **keys, int nargs,
 							  const char **args);
-extern void redis_refused(const char *command,
-						  const RedisValue *reply) pg_attribute_noreturn();
-extern void redis_unexpected(const char *command, const char *expected,
-							 const RedisValue *got) pg_attribute_noreturn();
+pg_noreturn extern void redis_refused(const char *command,
+									  const RedisValue *reply);
+pg_noreturn extern void redis_unexpected(const char *command,
+										 const char *expected,
+										 const RedisValue *got);
 
 /*
  * For the modules behind the connection (redis_sentinel.c) only.
@@ -92,7 +95,7 @@ typedef struct RedisError
 
 extern bool redis_fail(RedisError *err, int sqlstate, char *message,
 					   char *detail, char *hint);
-extern void redis_raise(const RedisError *err) pg_attribute_noreturn();
+pg_noreturn extern void redis_raise(const RedisError *err);
 extern bool redis_read_password_file(const char *path, char **password,
 									 RedisError *err);
 #endif

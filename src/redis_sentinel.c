@@ -65,6 +65,7 @@
 #include "fencing_errcodes.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_conn.h"
 #include "redis_hostport.h"
@@ -375,11 +376,13 @@ sentinel_wait(int io_event, TimestampTz deadline)
 			return false;
 		if (!sentinel_interruptible)
 			rc = WaitLatchOrSocket(NULL, WL_EXIT_ON_PM_DEATH | WL_TIMEOUT | io_event,
-								   sentinel_conn->fd, remaining, PG_WAIT_EXTENSION);
+								   sentinel_conn->fd, remaining,
+								   fencing_wait_event(FENCING_WAIT_REDIS_IO));
 		else
 			rc = WaitLatchOrSocket(MyLatch,
 								   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | WL_TIMEOUT | io_event,
-								   sentinel_conn->fd, remaining, PG_WAIT_EXTENSION);
+								   sentinel_conn->fd, remaining,
+								   fencing_wait_event(FENCING_WAIT_REDIS_IO));
 		if (rc & WL_LATCH_SET)
 		{
 			ResetLatch(MyLatch);
