@@ -293,8 +293,16 @@ SET default_table_access_method = heap_copy;
 CREATE EXTENSION fencing VERSION '$v';
 RESET default_table_access_method;
 EOF
-	expect_eq "$db: at $v, a fenced write is refused while the marks table is no heap (TF003)" "TF003" \
-		"$(sqlstate_of "$db" "SELECT fence_advance('order:9', 1)")"
+	# From 1.1 on, the install script itself makes the marks table a heap
+	# (1.0--1.1 does), so only an older version is left with heap_copy.
+	am=$(sql "$db" -c "SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'fence_high_water'::regclass")
+	if [ "$v" = 1.0 ]; then
+		expect_eq "$db: at $v, the marks table was created under heap_copy" "heap_copy" "$am"
+		expect_eq "$db: at $v, a fenced write is refused while the marks table is no heap (TF003)" "TF003" \
+			"$(sqlstate_of "$db" "SELECT fence_advance('order:9', 1)")"
+	else
+		expect_eq "$db: at $v, the install made the marks table a heap" "heap" "$am"
+	fi
 	update_db "$db"
 	fill "$db"
 	compare_db "$db"
