@@ -39,6 +39,19 @@
 #endif
 
 /*
+ * PostgreSQL 16's input functions may report bad input softly, into the
+ * caller's escontext (pg_input_is_valid(), and COPY ... ON_ERROR from 17),
+ * with ereturn().  Before 16 the error is a plain ERROR.
+ */
+#if PG_VERSION_NUM >= 160000
+#define fencing_ereturn(context, dummy_value, ...) \
+	ereturn((context), (dummy_value), __VA_ARGS__)
+#else
+#define fencing_ereturn(context, dummy_value, ...) \
+	ereport(ERROR, __VA_ARGS__)
+#endif
+
+/*
  * PostgreSQL 16 replaced the per-catalog ownership checks
  * (pg_class_ownercheck() and friends) by object_ownercheck(), which takes
  * the catalog.
