@@ -642,8 +642,7 @@ marks_created_in_subxact(HeapTuple tuple)
 }
 
 /*
- * Whether a raise may overwrite the mark version tuple in place: the
- * server has an in-place update for it (not 18: pg_compat.h), this
+ * Whether a raise may overwrite the mark version tuple in place: this
  * subtransaction created it, and logical decoding, which skips in-place
  * updates, is off (wal_level below logical), so that a publication of the
  * marks table carries every raise.
@@ -651,8 +650,7 @@ marks_created_in_subxact(HeapTuple tuple)
 static bool
 marks_may_overwrite(HeapTuple tuple)
 {
-	return FENCING_HAVE_INPLACE_UPDATE && !XLogLogicalInfoActive() &&
-		marks_created_in_subxact(tuple);
+	return !XLogLogicalInfoActive() && marks_created_in_subxact(tuple);
 }
 
 /*
