@@ -25,4 +25,33 @@ typedef size_t RedisArrayCount;
 typedef int RedisArrayCount;
 #endif
 
+/*
+ * Whether a reply holds only RESP2 types.  hiredis 1.x also parses RESP3
+ * (doubles, booleans, maps, sets, pushes, big numbers, verbatim strings),
+ * which fencing never asks for (it sends no HELLO 3): from a server one is
+ * a protocol error, as hiredis 0.14 reports an unknown type byte itself.
+ */
+static inline bool
+redis_reply_is_resp2(const redisReply *r)
+{
+	size_t		i;
+
+	switch (r->type)
+	{
+		case REDIS_REPLY_STRING:
+		case REDIS_REPLY_STATUS:
+		case REDIS_REPLY_ERROR:
+		case REDIS_REPLY_INTEGER:
+		case REDIS_REPLY_NIL:
+			return true;
+		case REDIS_REPLY_ARRAY:
+			for (i = 0; i < r->elements; i++)
+				if (!redis_reply_is_resp2(r->element[i]))
+					return false;
+			return true;
+		default:
+			return false;
+	}
+}
+
 #endif							/* FENCING_HIREDIS_COMPAT_H */

@@ -529,7 +529,7 @@ redis_value_copy(const redisReply *r)
 				v->elements[i] = redis_value_copy(r->element[i]);
 			break;
 		default:
-			/* hiredis 0.14 has no other reply types (no RESP3) */
+			/* RESP3 types were refused before */
 			elog(ERROR, "unknown hiredis reply type %d", r->type);
 	}
 	return v;
@@ -653,6 +653,15 @@ redis_exchange_many(int ncommands, const int *argc, const char ***argv,
 				return redis_too_large(err);
 		}
 
+		if (!redis_reply_is_resp2(reply))
+		{
+			freeReplyObject(reply);
+			return redis_fail(err, ERRCODE_FENCING_REDIS_PROTOCOL,
+							  psprintf("unexpected reply from Redis server at \"%s\"",
+									   redis_target()),
+							  pstrdup("The reply has a RESP3 type, which fencing never asks for."),
+							  NULL);
+		}
 		conn_reply = reply;
 		replies[c] = redis_value_copy(conn_reply);
 		freeReplyObject(conn_reply);

@@ -15,9 +15,10 @@ FENCING_CHROOTS=${FENCING_CHROOTS:-/var/cache/fencing-chroots}
 
 CHROOT_MOUNTS=()
 
-# The packages a chroot holds besides PostgreSQL $1's.
+# The packages of a chroot for PostgreSQL $1 (python3 for the fake Redis
+# servers of redis_faults.sh).
 chroot_packages() {
-	echo "postgresql-$1 postgresql-server-dev-$1 libhiredis-dev redis-server make gcc"
+	echo "postgresql-$1 postgresql-server-dev-$1 libhiredis-dev redis-server make gcc python3"
 }
 
 # The Debian archive the host's apt sources use (not the security one):

@@ -15,6 +15,9 @@
 #   ok - pgMAJOR/upgrade      test/scripts/upgrade.sh
 #   ok - pgMAJOR/redis_lock   test/scripts/redis_lock.sh, against the
 #                             chroot's redis-server
+#   ok - pgMAJOR/redis_faults test/scripts/redis_faults.sh: the Redis
+#                             faults and broken servers, which hiredis
+#                             1.x parses differently from 0.14
 #   ok - pgMAJOR/dist         the "make dist" tarball builds with -Werror
 #
 # A failed step prints "not ok - ..." and the end of its log.  When the
@@ -35,7 +38,7 @@ case $major in
 	18) name=forky suite=forky script=sid ;;
 	*) echo "no chroot is known for PostgreSQL $major" >&2; exit 2 ;;
 esac
-steps=(chroot build regress isolation upgrade redis_lock dist)
+steps=(chroot build regress isolation upgrade redis_lock redis_faults dist)
 failed=0
 
 # The warnings-as-errors flags of harness_build.
@@ -123,6 +126,7 @@ step regress "$with_pg make -s installcheck ISOLATION= || { cat regression.diffs
 step isolation "$with_pg make -s installcheck REGRESS= || { cat output_iso/regression.diffs; false; }"
 step upgrade "bash test/scripts/upgrade.sh"
 step redis_lock "bash test/scripts/redis_lock.sh"
+step redis_faults "bash test/scripts/redis_faults.sh"
 step dist "cd .. && tar -xzf fencing-$version.tar.gz && make -C fencing-$version -s PG_CFLAGS='$werror'"
 
 [ "$failed" -eq 0 ]
