@@ -13,8 +13,9 @@
  * 15's C API is bridged here, with the version that made it.
  *
  * Macros rather than functions, where that is enough, so that including
- * this header pulls in nothing: the file that uses one includes what it
- * expands to, as it would for the function itself.
+ * this header pulls in little (the wait event header, and on 18 what the
+ * in-place update below needs): the file that uses a macro includes what
+ * it expands to, as it would for the function itself.
  *
  * IDENTIFICATION
  *	  src/pg_compat.h
