@@ -41,6 +41,9 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "resource_template.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "pg_compat.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -60,7 +63,7 @@ PG_FUNCTION_INFO_V1(fence_detach);
 static void
 attach_check_owner(Oid relid)
 {
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!fencing_relation_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER,
 					   get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));

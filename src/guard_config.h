@@ -14,6 +14,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "resource_template.h"
+#include "pg_compat.h"
 #include "utils/rel.h"
 
 /* A trigger's parsed arguments, kept per trigger until DDL invalidates. */

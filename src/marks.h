@@ -12,6 +12,7 @@
 #define MARKS_H
 
 #include "fence_token.h"
+#include "pg_compat.h"
 #include "utils/timestamp.h"
 
 /* What a raise of a mark to an acquisition's token did. */
@@ -25,9 +26,10 @@ typedef enum MarksAcquireResult
 extern void marks_init(void);
 extern void marks_at_xact_end(void);
 extern void marks_check(const char *resource, FenceToken token, bool strict);
-extern void marks_report_stale(const char *resource, const char *table,
-							   const char *trigger, FenceToken token,
-							   FenceToken mark) pg_attribute_noreturn();
+pg_noreturn extern void marks_report_stale(const char *resource,
+										   const char *table,
+										   const char *trigger,
+										   FenceToken token, FenceToken mark);
 extern MarksAcquireResult marks_raise_for_holder(const char *resource,
 												FenceToken token,
 												TimestampTz deadline);

@@ -210,7 +210,7 @@ marks_check_shape(Relation heap, Relation index)
 static Oid
 marks_primary_key(Relation heap)
 {
-	Oid			pk = RelationGetPrimaryKeyIndex(heap);
+	Oid			pk = fencing_primary_key_index(heap);
 
 	if (!OidIsValid(pk))
 		ereport(ERROR,
@@ -253,7 +253,7 @@ marks_scan_begin(MarksRel *m, MarksScan *s, Snapshot snapshot)
 {
 	ScanKeyInit(&s->skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m->key);
 	s->slot = table_slot_create(m->heap, NULL);
-	s->scan = index_beginscan(m->heap, m->index, snapshot, 1, 0);
+	s->scan = fencing_index_beginscan(m->heap, m->index, snapshot, 1, 0);
 	index_rescan(s->scan, &s->skey, 1, NULL, 0);
 }
 
@@ -342,7 +342,8 @@ marks_wait_until(TransactionId xid, TimestampTz deadline)
 		if (GetCurrentTimestamp() >= deadline)
 			return false;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 MARKS_POLL_MS, PG_WAIT_EXTENSION);
+						 MARKS_POLL_MS,
+						 fencing_wait_event(FENCING_WAIT_LOCK_BUSY));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

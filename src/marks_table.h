@@ -15,6 +15,7 @@
 
 #include "access/tableam.h"
 #include "fence_token.h"
+#include "pg_compat.h"
 #include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "utils/rel.h"
@@ -82,7 +83,7 @@ extern bool marks_fetch_newest(MarksRel *m, FenceToken *mark);
 extern FenceToken marks_token_of(MarksRel *m, HeapTuple tuple);
 extern TimestampTz marks_moved_at(MarksRel *m, HeapTuple tuple);
 extern bool marks_raised_here(MarksRel *m, HeapTuple tuple);
-extern void marks_serialization_failure(MarksRel *m) pg_attribute_noreturn();
+pg_noreturn extern void marks_serialization_failure(MarksRel *m);
 
 /* marks_write.c: writing its rows */
 

@@ -24,6 +24,7 @@
 #include "catalog/index.h"
 #include "common/hashfn.h"
 #include "marks_table.h"
+#include "pg_compat.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -179,7 +180,7 @@ marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
 	newtuple = heap_modify_tuple_by_cols(tuple, RelationGetDescr(heap),
 										 2, cols, values, nulls);
 	newtuple->t_self = tuple->t_self;
-	heap_inplace_update(heap, newtuple);
+	fencing_heap_inplace_update(heap, newtuple);
 }
 
 /*
@@ -216,9 +217,9 @@ marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 	}
 
 	newtuple = marks_form(m, token, moved_at);
-	result = heap_update(m->heap, &tuple->t_self, newtuple,
-						 GetCurrentCommandId(true), InvalidSnapshot, true,
-						 &tmfd, &lockmode);
+	result = fencing_heap_update(m->heap, &tuple->t_self, newtuple,
+								 GetCurrentCommandId(true), InvalidSnapshot,
+								 true, &tmfd, &lockmode);
 	if (result == TM_Ok && !HeapTupleIsHeapOnly(newtuple))
 		marks_index_insert(m, newtuple, true);
 	*version = newtuple->t_self;

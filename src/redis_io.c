@@ -12,7 +12,7 @@
  * the latch: cancel, statement_timeout, pg_terminate_backend and
  * postmaster death are served at once in every phase, a reload (which
  * sets the latch too) never breaks a call, and the wait shows as the
- * Extension wait event.  A budget that is not interruptible, where
+ * Extension wait event (FencingRedisIO on PostgreSQL 17 and later).  A budget that is not interruptible, where
  * PostgreSQL holds interrupts, waits on the socket, the postmaster and the
  * clock alone.  Only resolving a host name (getaddrinfo) blocks.
  *
@@ -46,11 +46,12 @@
 #include <sys/socket.h>
 
 #ifdef USE_HIREDIS
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 #endif
 
 #include "fencing_errcodes.h"
 #include "miscadmin.h"
+#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_hostport.h"
 #include "redis_io.h"
@@ -82,7 +83,7 @@ static long reply_elements = 0; /* announced so far in this reply */
 /* hiredis's reply builders, but for arrays, which go through our cap. */
 static redisReplyObjectFunctions redis_reply_functions;
 static void *(*hiredis_create_array) (const redisReadTask *task,
-									  int elements) = NULL;
+									  RedisArrayCount elements) = NULL;
 
 /* A reply received but not yet copied and freed. */
 static redisReply *pending_reply = NULL;
@@ -138,13 +139,13 @@ redis_pause_before_retry(const RedisBudget *budget, int pause_ms)
 	if (budget->interruptible)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, PG_WAIT_EXTENSION);
+						 pause_ms, fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
 	else
 		(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, PG_WAIT_EXTENSION);
+						 pause_ms, fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 	return true;
 }
 
@@ -219,7 +220,7 @@ redis_io_wait(RedisSocket *s, int io, const RedisBudget *budget)
 				s->wes_io = io;
 			}
 			if (WaitEventSetWait(s->wes, remaining, &event, 1,
-								 PG_WAIT_EXTENSION) == 0)
+								 fencing_wait_event(FENCING_WAIT_REDIS_IO)) == 0)
 				continue;		/* timed out: the loop says so */
 			if (event.events & WL_LATCH_SET)
 			{
@@ -230,7 +231,7 @@ redis_io_wait(RedisSocket *s, int io, const RedisBudget *budget)
 		}
 		else if (WaitLatchOrSocket(NULL, io | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 								   s->ctx->fd, remaining,
-								   PG_WAIT_EXTENSION) & io)
+								   fencing_wait_event(FENCING_WAIT_REDIS_IO)) & io)
 			return true;
 	}
 }
@@ -242,9 +243,9 @@ redis_io_wait(RedisSocket *s, int io, const RedisBudget *budget)
  *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
  */
 static void *
-redis_create_array(const redisReadTask *task, int elements)
+redis_create_array(const redisReadTask *task, RedisArrayCount elements)
 {
-	if (elements > REDIS_MAX_REPLY_ELEMENTS - reply_elements)
+	if (elements > (RedisArrayCount) (REDIS_MAX_REPLY_ELEMENTS - reply_elements))
 	{
 		reply_limit = REDIS_LIMIT_ELEMENTS;
 		return NULL;
@@ -311,7 +312,7 @@ redis_io_connect(RedisSocket *s, const char *host, int port,
 	}
 	c->reader->fn = &redis_reply_functions;
 
-	s->wes = CreateWaitEventSet(TopMemoryContext, 3);
+	s->wes = FencingCreateWaitEventSet(3);
 	AddWaitEventToSet(s->wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(s->wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(s->wes, WL_SOCKET_WRITEABLE, c->fd, NULL, NULL);
@@ -445,7 +446,7 @@ redis_value_copy(const redisReply *r)
 				v->elements[i] = redis_value_copy(r->element[i]);
 			break;
 		default:
-			/* hiredis 0.14 has no other reply types (no RESP3) */
+			/* RESP3 types were refused before */
 			elog(ERROR, "unknown hiredis reply type %d", r->type);
 	}
 	return v;
@@ -492,6 +493,17 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 			return redis_io_too_large(s, err);
 	}
 	pending_reply = r;
+	if (!redis_reply_is_resp2(pending_reply))
+	{
+		freeReplyObject(pending_reply);
+		pending_reply = NULL;
+		return redis_io_fail(s, err, "protocol error",
+							 ERRCODE_FENCING_REDIS_PROTOCOL,
+							 psprintf("unexpected reply from Redis server at \"%s\"",
+									  s->target),
+							 pstrdup("The reply has a RESP3 type, which fencing never asks for."),
+							 NULL);
+	}
 	*reply = redis_value_copy(pending_reply);
 	freeReplyObject(pending_reply);
 	pending_reply = NULL;

@@ -16,6 +16,7 @@
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "pg_compat.h"
 #include "utils/relcache.h"
 
 /* One piece of a resource template: literal text, or a column's value. */
@@ -44,8 +45,9 @@ typedef enum TemplatePiece
 typedef Oid (*TemplateColumnType) (Relation rel, const char *name);
 
 extern TemplatePiece resource_template_next(const char **p, StringInfo piece);
-extern void resource_template_refuse(const char *template, const char *tgname,
-									 TemplatePiece bad) pg_attribute_noreturn();
+pg_noreturn extern void resource_template_refuse(const char *template,
+												 const char *tgname,
+												 TemplatePiece bad);
 extern const char *resource_template_name(TemplatePart *parts, int nparts,
 										  HeapTuple tuple,
 										  TupleDesc tupdesc,
