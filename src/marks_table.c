@@ -473,11 +473,11 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 static BlockNumber
 marks_nblocks(MarksRel *m)
 {
-	if (nblocks_lxid != MyProc->lxid ||
+	if (nblocks_lxid != FencingLocalTransactionId() ||
 		nblocks_subid != GetCurrentSubTransactionId())
 	{
 		nblocks = RelationGetNumberOfBlocks(m->heap);
-		nblocks_lxid = MyProc->lxid;
+		nblocks_lxid = FencingLocalTransactionId();
 		nblocks_subid = GetCurrentSubTransactionId();
 	}
 	return nblocks;
