@@ -53,6 +53,16 @@ SELECT * FROM truncate_guards('pt_1');
 DROP TRIGGER fence_truncate_too ON pt_1;
 -- TRUNCATE of the whole hierarchy is refused as before
 SELECT truncate_refused('pt') AS pt;
+-- ENABLE ALWAYS (or REPLICA, or DISABLE) of the parent's guard reaches its
+-- clones at every level, which PostgreSQL does only for row triggers; not
+-- a partition's own guard
+ALTER TABLE pt ENABLE ALWAYS TRIGGER fence_truncate;
+SELECT tgrelid::regclass, tgenabled, tgparentid <> 0 AS clone FROM pg_trigger
+	WHERE tgfoid = 'fence_truncate_guard'::regproc AND tgrelid::regclass::text LIKE 'pt%'
+	ORDER BY tgrelid::regclass::text;
+ALTER TABLE pt ENABLE TRIGGER fence_truncate;
+SELECT count(*) FROM pg_trigger
+	WHERE tgfoid = 'fence_truncate_guard'::regproc AND tgenabled <> 'O';
 
 -- section: DETACH PARTITION drops the clones, and the detached table gets
 -- a TRUNCATE guard of its own, cloned in turn to its partitions

@@ -2,7 +2,8 @@
  *
  * attach.c
  *	  fence_attach() and fence_detach(): guard an existing table, seeding
- *	  the marks from the rows it already holds, and take the guard away.
+ *	  the marks from the rows it already holds, and take the guard away;
+ *	  and the same seeding for a table joining a fenced hierarchy.
  *
  * A table that already holds rows with tokens has no marks yet: until
  * each resource is written once, any token, however stale, is accepted.

@@ -354,6 +354,12 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 					(void) ddl_clone_truncate_guards(partid, funcs->truncate_guard);
 				}
 				break;
+			case AT_EnableTrig:
+			case AT_EnableAlwaysTrig:
+			case AT_EnableReplicaTrig:
+			case AT_DisableTrig:
+				ddl_clones_follow(relid, cmd->name, funcs->truncate_guard);
+				break;
 			default:
 				break;
 		}

@@ -14,7 +14,10 @@
  *
  * Each is a partition clone of its parent's guard, as PostgreSQL makes for
  * row triggers (CreateTrigger with the parent trigger's OID): it has the
- * parent's name and enabled state, cannot be dropped on its own, goes
+ * parent's name and enabled state (ALTER TABLE ... ENABLE ALWAYS, REPLICA
+ * or DISABLE TRIGGER on the parent, which PostgreSQL 15 applies to row
+ * triggers' clones only, is applied to it: ddl_clones_follow), cannot be
+ * dropped on its own, goes
  * away with the parent's trigger, and is dropped by DETACH PARTITION
  * (the event trigger then gives the detached table a guard of its own).
  * pg_dump does not dump clones, only the parent's trigger (and a clone's
@@ -44,6 +47,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
+#include "executor/spi.h"
 #include "ddl_partitions.h"
 #include "extension.h"
 #include "nodes/makefuncs.h"
@@ -58,7 +62,7 @@ typedef struct TruncateGuard
 	Oid			oid;
 	char	   *name;
 	char		enabled;
-	bool		clone;
+	Oid			parent;			/* its parent's trigger, if a clone */
 } TruncateGuard;
 
 PG_FUNCTION_INFO_V1(fence_truncate_guard_partitions);
@@ -88,7 +92,7 @@ part_guards(Oid relid, Oid funcoid)
 		guard->oid = tg->oid;
 		guard->name = pstrdup(NameStr(tg->tgname));
 		guard->enabled = tg->tgenabled;
-		guard->clone = OidIsValid(tg->tgparentid);
+		guard->parent = tg->tgparentid;
 		result = lappend(result, guard);
 	}
 	systable_endscan(scan);
@@ -154,6 +158,56 @@ ddl_clone_truncate_guards(Oid relid, Oid truncate_guard)
 }
 
 /*
+ * ddl_clones_follow
+ *		After ALTER TABLE relid ENABLE [ALWAYS | REPLICA] or DISABLE TRIGGER
+ *		tgname: if it is a TRUNCATE guard, give its clones on the partitions
+ *		its new state.  Each ALTER TABLE run here reaches the event trigger
+ *		in turn, which carries the state on down.  Called inside the event
+ *		trigger's SPI connection.
+ */
+void
+ddl_clones_follow(Oid relid, const char *tgname, Oid truncate_guard)
+{
+	ListCell   *lc;
+	TruncateGuard *parent = NULL;
+
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return;
+	foreach(lc, part_guards(relid, truncate_guard))
+	{
+		TruncateGuard *guard = (TruncateGuard *) lfirst(lc);
+
+		if (strcmp(guard->name, tgname) == 0)
+			parent = guard;
+	}
+	if (parent == NULL)
+		return;
+	foreach(lc, find_inheritance_children(relid, NoLock))
+	{
+		Oid			partid = lfirst_oid(lc);
+		ListCell   *gc;
+
+		foreach(gc, part_guards(partid, truncate_guard))
+		{
+			TruncateGuard *clone = (TruncateGuard *) lfirst(gc);
+			const char *sql;
+
+			if (clone->parent != parent->oid || clone->enabled == parent->enabled)
+				continue;
+			sql = psprintf("ALTER TABLE %s %s TRIGGER %s",
+						   quote_qualified_identifier(get_namespace_name(get_rel_namespace(partid)),
+													  get_rel_name(partid)),
+						   parent->enabled == TRIGGER_FIRES_ALWAYS ? "ENABLE ALWAYS" :
+						   parent->enabled == TRIGGER_FIRES_ON_REPLICA ? "ENABLE REPLICA" :
+						   parent->enabled == TRIGGER_DISABLED ? "DISABLE" : "ENABLE",
+						   quote_identifier(clone->name));
+			if (SPI_execute(sql, false, 0) < 0)
+				elog(ERROR, "SPI_execute failed: %s", sql);
+		}
+	}
+}
+
+/*
  * ddl_make_room_for_trigger
  *		At the start of CREATE TRIGGER of a TRUNCATE guard: drop a clone of
  *		the same name on the table, which the new trigger replaces.
@@ -172,7 +226,7 @@ ddl_make_room_for_trigger(CreateTrigStmt *stmt, Oid truncate_guard)
 		TruncateGuard *guard = (TruncateGuard *) lfirst(lc);
 		ObjectAddress clone;
 
-		if (!guard->clone || strcmp(guard->name, stmt->trigname) != 0)
+		if (!OidIsValid(guard->parent) || strcmp(guard->name, stmt->trigname) != 0)
 			continue;
 
 		/*

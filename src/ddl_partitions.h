@@ -14,6 +14,8 @@
 #include "nodes/parsenodes.h"
 
 extern int	ddl_clone_truncate_guards(Oid relid, Oid truncate_guard);
+extern void ddl_clones_follow(Oid relid, const char *tgname,
+							  Oid truncate_guard);
 extern void ddl_make_room_for_trigger(CreateTrigStmt *stmt,
 									  Oid truncate_guard);
 

@@ -270,7 +270,7 @@ INSERT INTO events VALUES (1, 1, 10), (2, 2, 20), (4, 4, 40);
 EOF
 guards_of() {
 	sql "$1" -c "SELECT tgrelid::regclass, tgname, tgparentid <> 0 FROM pg_trigger
-		WHERE tgfoid = 'fence_truncate_guard'::regproc ORDER BY 1::text"
+		WHERE tgfoid = 'fence_truncate_guard'::regproc ORDER BY tgrelid::regclass::text"
 }
 want_guards=$'events|fence_truncate|f\nevents_1|fence_truncate|t\nevents_2|fence_truncate|t\nevents_2a|fence_truncate|t\nevents_4|fence_truncate|f'
 expect_eq "every partition of parts has a TRUNCATE guard, clones but for the reattached one" \

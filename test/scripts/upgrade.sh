@@ -99,7 +99,7 @@ EOF
 partition_guards_of() {
 	sql "$1" -c "SELECT tgrelid::regclass, tgname, tgparentid <> 0 FROM pg_trigger
 		WHERE tgfoid = 'fence_truncate_guard'::regproc AND tgrelid::regclass::text LIKE 'events_%'
-		ORDER BY 1::text"
+		ORDER BY tgrelid::regclass::text"
 }
 
 # The extension as the catalogs describe it, one line per fact, sorted, no
