@@ -14,6 +14,7 @@ PGFILEDESC = "fencing - fencing tokens enforced by the database"
 OBJS = \
 	src/attach.o \
 	src/ddl_guard.o \
+	src/ddl_partitions.o \
 	src/declared.o \
 	src/extension.o \
 	src/fence_guard.o \

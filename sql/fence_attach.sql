@@ -59,6 +59,7 @@ SELECT tgrelid::regclass, tgname, tgparentid <> 0 AS clone FROM pg_trigger
 	ORDER BY 1::text, 2;
 TRUNCATE readings_2;
 UPDATE readings SET tok = 3 WHERE id = 15;
+-- the partitions' TRUNCATE guards are clones, dropped with the parent's
 SELECT fence_detach('readings');
 SELECT count(*) FROM pg_trigger
 	WHERE tgrelid IN ('readings'::regclass, 'readings_1'::regclass, 'readings_2'::regclass);

@@ -47,7 +47,8 @@ CREATE TABLE plain_child () INHERITS (plain_parent);
 SELECT count(*) FROM pg_trigger WHERE tgrelid = 'plain_child'::regclass;
 DROP TABLE jobs, plain_parent CASCADE;
 
--- section: partitions get the TRUNCATE guard, which PostgreSQL does not clone
+-- section: partitions get the TRUNCATE guard, which PostgreSQL does not clone:
+-- the event trigger clones it (clone = t), as PostgreSQL clones row triggers
 CREATE TABLE events (id int, tok fence_token, val text) PARTITION BY RANGE (id);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON events
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'ev:{id}');

@@ -71,12 +71,13 @@ CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON fence_gt.events
 CREATE TABLE fence_gt.events_b PARTITION OF fence_gt.events FOR VALUES IN ('b');
 SELECT table_name, trigger_name, inherited, truncate_guard, children_covered, uncovered_children
 FROM fence_gt.shown WHERE table_name::text LIKE 'fence_gt.events%';
--- with a TRUNCATE guard on the parent, partitions without one are not
--- covered: TRUNCATE of a partition itself would get through
+-- a TRUNCATE guard on the parent is cloned to every partition, present
+-- and future (before 1.2, none: TRUNCATE of a partition got through)
 CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON fence_gt.events
 	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
 SELECT table_name, truncate_guard, children_covered, uncovered_children
 FROM fence_gt.shown WHERE table_name::text LIKE 'fence_gt.events%';
+-- a partition's own TRUNCATE guard of the same name replaces its clone
 CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON fence_gt.events_a
 	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
 CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON fence_gt.events_a1

@@ -92,3 +92,31 @@ END $$;
 
 COMMENT ON FUNCTION @extschema@.fence_stat_tables_data() IS 'counters of the guard trigger per guarded table, partitions added to their root (see fence_stat_tables)';
 COMMENT ON VIEW @extschema@.fence_stat_tables IS 'per guarded table (partitions added to their root): rows checked, accepted, rejected with a stale token, rejected without a token, marks raised, and the last rejection';
+
+-- TRUNCATE guards of partitions
+--
+-- Every partition of a table with a TRUNCATE guard gets a clone of its
+-- parent's guard, whatever the order in which the tables and the guard were
+-- made (src/ddl_partitions.c): the event trigger now also runs at CREATE
+-- TRIGGER, at its end to clone a new guard on a partitioned table, at its
+-- start so that a table's own guard replaces a clone of the same name (a
+-- restore of a dump made before 1.2).  fence_truncate_guard_partitions()
+-- clones the guards of hierarchies made before, here, and after pg_upgrade,
+-- whose dump is restored before the event trigger exists.
+
+DROP EVENT TRIGGER fence_ddl_guard;
+CREATE EVENT TRIGGER fence_ddl_guard ON ddl_command_end
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'ALTER TYPE', 'CREATE TRIGGER')
+	EXECUTE FUNCTION @extschema@.fence_ddl_guard();
+ALTER EVENT TRIGGER fence_ddl_guard ENABLE ALWAYS;
+DROP EVENT TRIGGER fence_drop_guard;
+CREATE EVENT TRIGGER fence_drop_guard ON ddl_command_start
+	WHEN TAG IN ('DROP EXTENSION', 'CREATE TRIGGER')
+	EXECUTE FUNCTION @extschema@.fence_ddl_guard();
+ALTER EVENT TRIGGER fence_drop_guard ENABLE ALWAYS;
+
+CREATE FUNCTION @extschema@.fence_truncate_guard_partitions() RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+REVOKE ALL ON FUNCTION @extschema@.fence_truncate_guard_partitions() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.fence_truncate_guard_partitions() IS 'give every partition of a table with a TRUNCATE guard a clone of it; returns how many were made';
+SELECT @extschema@.fence_truncate_guard_partitions();

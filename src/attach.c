@@ -2,7 +2,8 @@
  *
  * attach.c
  *	  fence_attach() and fence_detach(): guard an existing table, seeding
- *	  the marks from the rows it already holds, and take the guard away.
+ *	  the marks from the rows it already holds, and take the guard away;
+ *	  and the same seeding for a table joining a fenced hierarchy.
  *
  * A table that already holds rows with tokens has no marks yet: until
  * each resource is written once, any token, however stale, is accepted.
@@ -30,6 +31,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "attach.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -217,6 +219,61 @@ attach_has_trigger(Oid relid, Oid funcoid)
 	}
 	table_close(rel, AccessShareLock);
 	return found;
+}
+
+/*
+ * attach_seed_joined
+ *		Seed the marks of a table that has just joined a fenced hierarchy
+ *		(ALTER TABLE ... ATTACH PARTITION or INHERIT) from the rows of relid
+ *		and the tables below it, as fence_attach() does, for each guard
+ *		with a resource template that it now has; returns the number of
+ *		resources seeded.  Called by the event trigger (ddl_guard.c) inside
+ *		its SPI connection.
+ *
+ * Without it, a row at token 500 in the newcomer would not fence its
+ * resource: a new row of that resource at 400 would be accepted (the
+ * row-scope floor covers only the row itself).  The DDL holds an ACCESS
+ * EXCLUSIVE lock on relid, and ATTACH PARTITION on the tables below it
+ * too, until the transaction ends, so no write slips between the scan and
+ * the guard; the tables below it are locked here against writers for
+ * INHERIT, which does not lock them.
+ */
+int64
+attach_seed_joined(Oid relid, Oid extnsp, Oid guard)
+{
+	Relation	rel;
+	List	   *seeds = NIL;
+	ListCell   *lc;
+	int64		seeded = 0;
+	int			i;
+
+	(void) find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
+	rel = table_open(relid, NoLock);
+	for (i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+		StringInfoData notnull;
+		char	   *resource_sql;
+
+		if (trigger->tgfoid != guard || trigger->tgenabled == TRIGGER_DISABLED ||
+			trigger->tgnargs < 2 || trigger->tgargs[1][0] == '\0')
+			continue;
+		initStringInfo(&notnull);
+		resource_sql = resource_template_sql(rel, trigger->tgargs[1],
+											 attach_resource_column, &notnull);
+		seeds = lappend(seeds, list_make3(pstrdup(trigger->tgargs[0]),
+										  resource_sql, notnull.data));
+	}
+	table_close(rel, NoLock);
+
+	foreach(lc, seeds)
+	{
+		List	   *seed = (List *) lfirst(lc);
+
+		seeded += attach_seed(relid, extnsp, linitial(seed), lsecond(seed),
+							  lthird(seed));
+	}
+	return seeded;
 }
 
 /*

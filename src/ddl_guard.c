@@ -12,10 +12,16 @@
  *	 children never get their parents' triggers, so the child (and its own
  *	 children) gets a copy of the nearest fenced ancestor's fence_guard
  *	 triggers and TRUNCATE guard.
- * - CREATE TABLE ... PARTITION OF, ALTER TABLE ... ATTACH PARTITION:
- *	 PostgreSQL clones row triggers to partitions but not statement ones,
- *	 so the partition gets a copy of the TRUNCATE guard; TRUNCATE of a
- *	 partition fires only the partition's own triggers.
+ * - CREATE TRIGGER of a TRUNCATE guard on a partitioned table, CREATE
+ *	 TABLE ... PARTITION OF, ALTER TABLE ... ATTACH PARTITION: PostgreSQL
+ *	 clones row triggers to partitions but not statement ones, and
+ *	 TRUNCATE of a partition fires only the partition's own triggers, so
+ *	 every partition gets a clone of its parent's TRUNCATE guard
+ *	 (ddl_partitions.c; at ddl_command_start, a table's own TRUNCATE
+ *	 guard replaces a clone of the same name).
+ * - ALTER TABLE ... INHERIT or ATTACH PARTITION of a populated table: the
+ *	 marks of its rows' resources are seeded, as fence_attach() seeds them
+ *	 (attach_seed_joined).
  * - ALTER TABLE ... DETACH PARTITION: PostgreSQL drops the triggers it
  *	 cloned, so the detached table gets its former parent's guards back
  *	 as triggers of its own.  Unfencing it is then an explicit DROP
@@ -32,7 +38,8 @@
  * created on a table that already has inheritance children: pg_restore
  * creates the children's own triggers after the parent's, and a copy made
  * in between would make those fail.  fence_attach() fences the existing
- * children and partitions instead.
+ * children instead.  Clones are not dumped, so partitions get theirs then
+ * too.
  *
  * The copies are ordinary triggers made by CREATE TRIGGER as the user
  * running the DDL, who therefore needs the same right to use
@@ -48,12 +55,15 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "attach.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
+#include "ddl_partitions.h"
 #include "executor/spi.h"
 #include "extension.h"
 #include "fence_token.h"
@@ -250,6 +260,9 @@ ddl_fence_from(Oid relid, List *ancestors, GuardFuncs *funcs)
 
 		if (ddl_triggers_calling(relid, kinds[k]) != NIL)
 			continue;
+		/* A partition's TRUNCATE guard is a clone: ddl_partitions.c. */
+		if (kinds[k] == funcs->truncate_guard && get_rel_relispartition(relid))
+			continue;
 		foreach(lc, ddl_inherited_triggers(ancestors, kinds[k]))
 			ddl_copy_trigger((Trigger *) lfirst(lc), kinds[k], relid);
 	}
@@ -281,8 +294,22 @@ ddl_create_table(CreateStmt *stmt, GuardFuncs *funcs)
 	if (stmt->inhRelations == NIL)
 		return;
 	relid = ddl_relid(stmt->relation);
+	if (!OidIsValid(relid))
+		return;
+	ddl_fence_tree(relid, funcs);
+	if (get_rel_relispartition(relid))
+		(void) ddl_clone_truncate_guards(get_partition_parent(relid, false),
+										 funcs->truncate_guard);
+}
+
+/* CREATE TRIGGER: a TRUNCATE guard on a partitioned table is cloned. */
+static void
+ddl_create_trigger(CreateTrigStmt *stmt, GuardFuncs *funcs)
+{
+	Oid			relid = ddl_relid(stmt->relation);
+
 	if (OidIsValid(relid))
-		ddl_fence_tree(relid, funcs);
+		(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
 }
 
 /* ALTER TABLE ... INHERIT, ATTACH PARTITION, DETACH PARTITION. */
@@ -303,19 +330,35 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 		{
 			case AT_AddInherit:
 				ddl_fence_tree(relid, funcs);
+				(void) attach_seed_joined(relid, funcs->extnsp, funcs->guard);
 				break;
 			case AT_AttachPartition:
 				partid = ddl_relid(((PartitionCmd *) cmd->def)->name);
 				if (OidIsValid(partid))
+				{
 					ddl_fence_tree(partid, funcs);
+					(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
+					(void) attach_seed_joined(partid, funcs->extnsp,
+											  funcs->guard);
+				}
 				break;
 			case AT_DetachPartition:
 			case AT_DetachPartitionFinalize:
 				/* Its former parent is no longer among its ancestors. */
 				partid = ddl_relid(((PartitionCmd *) cmd->def)->name);
 				if (OidIsValid(partid))
+				{
 					ddl_fence_from(partid, lcons_oid(relid, ddl_parents(relid)),
 								   funcs);
+					/* Its partitions lost the clones of its own clone. */
+					(void) ddl_clone_truncate_guards(partid, funcs->truncate_guard);
+				}
+				break;
+			case AT_EnableTrig:
+			case AT_EnableAlwaysTrig:
+			case AT_EnableReplicaTrig:
+			case AT_DisableTrig:
+				ddl_clones_follow(relid, cmd->name, funcs->truncate_guard);
 				break;
 			default:
 				break;
@@ -501,6 +544,13 @@ fence_ddl_guard(PG_FUNCTION_ARGS)
 	SPI_connect();
 	switch (nodeTag(parsetree))
 	{
+		case T_CreateTrigStmt:
+			if (strcmp(trigdata->event, "ddl_command_start") == 0)
+				ddl_make_room_for_trigger((CreateTrigStmt *) parsetree,
+										  funcs.truncate_guard);
+			else
+				ddl_create_trigger((CreateTrigStmt *) parsetree, &funcs);
+			break;
 		case T_CreateStmt:
 			ddl_create_table((CreateStmt *) parsetree, &funcs);
 			break;

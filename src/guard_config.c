@@ -6,8 +6,8 @@
  * Argument 1 names the token column, argument 2 is the resource template
  * (absent or empty for row scope), and further arguments are options.
  * They are parsed and checked against the table once per trigger; a
- * relcache invalidation of the table marks its configurations stale, and
- * the next lookup parses them again.
+ * relcache invalidation of the table, or of any of its ancestors, marks
+ * its configurations stale, and the next lookup parses them again.
  *
  * IDENTIFICATION
  *	  src/guard_config.c
@@ -16,6 +16,12 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -26,10 +32,12 @@
 #include "lib/stringinfo.h"
 #include "resource_name.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 static HTAB *guard_configs = NULL;
 static GuardConfig *last_config = NULL; /* an entry of guard_configs */
@@ -55,8 +63,15 @@ guard_relcache_callback(Datum arg, Oid relid)
 	hash_seq_init(&status, guard_configs);
 	while ((config = hash_seq_search(&status)) != NULL)
 	{
+		int			i;
+
 		if (relid == InvalidOid || config->relid == relid)
 			config->valid = false;
+		for (i = 0; i < config->nancestors; i++)
+		{
+			if (config->ancestors[i] == relid)
+				config->valid = false;
+		}
 	}
 }
 
@@ -132,6 +147,79 @@ guard_column(Trigger *trigger, Relation rel, const char *name, bool is_token)
 						name, trigger->tgname),
 				 errdetail("A BEFORE trigger sees a generated column before it is computed, so it would check a value other than the one stored.")));
 	return (AttrNumber) attnum;
+}
+
+/* Refuse a default on the token column; where names the table that has it. */
+static void
+guard_refuse_default(Trigger *trigger, Relation rel, Oid where)
+{
+	const char *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(where)),
+												   get_rel_name(where));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+			 where == RelationGetRelid(rel) ?
+			 errmsg("token column \"%s\" of trigger \"%s\" has a default",
+					trigger->tgargs[0], trigger->tgname) :
+			 errmsg("token column \"%s\" of trigger \"%s\" has a default in table \"%s\", an ancestor of table \"%s\"",
+					trigger->tgargs[0], trigger->tgname, get_rel_name(where),
+					RelationGetRelationName(rel)),
+			 errdetail("A trigger cannot tell a default from a token the statement wrote, so the default would override the declared token, or stand in for a missing one."),
+			 errhint("Drop the default: ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT.",
+					 table, quote_identifier(trigger->tgargs[0]))));
+}
+
+/*
+ * Refuse a default on the token column of rel or of any of its ancestors,
+ * and remember the ancestors in config, whose invalidations make it stale.
+ * A row inserted through a partitioned table, or through a table a
+ * partitioned table is attached to, gets the defaults of the table the
+ * INSERT names, not the partition's; an inheritance parent's default
+ * applies only to its own rows, but is refused too, as one hierarchy has
+ * one rule.  The catalogs are read without locking the ancestors: the
+ * write holds no lock on them, and taking one under the partition's would
+ * invert the order DDL on the parent locks in.
+ */
+static void
+guard_check_defaults(GuardConfig *config, Trigger *trigger, Relation rel)
+{
+	List	   *queue = list_make1_oid(RelationGetRelid(rel));
+	Relation	inhrel = table_open(InheritsRelationId, AccessShareLock);
+	int			i;
+
+	for (i = 0; i < list_length(queue); i++)
+	{
+		Oid			relid = list_nth_oid(queue, i);
+		HeapTuple	atttuple;
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		atttuple = SearchSysCacheAttName(relid, trigger->tgargs[0]);
+		if (HeapTupleIsValid(atttuple))
+		{
+			bool		hasdef = ((Form_pg_attribute) GETSTRUCT(atttuple))->atthasdef;
+
+			ReleaseSysCache(atttuple);
+			if (hasdef)
+				guard_refuse_default(trigger, rel, relid);
+		}
+
+		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(relid));
+		scan = systable_beginscan(inhrel, InheritsRelidSeqnoIndexId, true,
+								  NULL, 1, &key);
+		while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+			queue = list_append_unique_oid(queue,
+										   ((Form_pg_inherits) GETSTRUCT(tuple))->inhparent);
+		systable_endscan(scan);
+	}
+	table_close(inhrel, AccessShareLock);
+
+	config->nancestors = list_length(queue) - 1;
+	config->ancestors = palloc(Max(config->nancestors, 1) * sizeof(Oid));
+	for (i = 0; i < config->nancestors; i++)
+		config->ancestors[i] = list_nth_oid(queue, i + 1);
 }
 
 /*
@@ -407,16 +495,7 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 					 errmsg("token column \"%s\" of trigger \"%s\" is not of type fence_token",
 							trigger->tgargs[0], trigger->tgname)));
 
-		if (TupleDescAttr(RelationGetDescr(rel), draft.token_attnum - 1)->atthasdef)
-			ereport(ERROR,
-					(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
-					 errmsg("token column \"%s\" of trigger \"%s\" has a default",
-							trigger->tgargs[0], trigger->tgname),
-					 errdetail("A trigger cannot tell a default from a token the statement wrote, so the default would override the declared token, or stand in for a missing one."),
-					 errhint("Drop the default: ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT.",
-							 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-														RelationGetRelationName(rel)),
-							 quote_identifier(trigger->tgargs[0]))));
+		guard_check_defaults(&draft, trigger, rel);
 		guard_check_neighbours(fcinfo, trigger, rel, draft.token_attnum);
 
 		if (trigger->tgnargs >= 2 && trigger->tgargs[1][0] != '\0')

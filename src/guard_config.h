@@ -27,7 +27,9 @@ typedef struct GuardConfig
 	bool		strict;
 	int			nparts;			/* 0 means row scope */
 	TemplatePart *parts;
-	MemoryContext cxt;			/* holds parts */
+	Oid		   *ancestors;		/* their invalidations make it stale too */
+	int			nancestors;
+	MemoryContext cxt;			/* holds parts and ancestors */
 	bool		valid;			/* false once DDL may have changed it */
 } GuardConfig;
 

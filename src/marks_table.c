@@ -405,25 +405,20 @@ marks_look(MarksRel *m, const MarksWait *wait, HeapTuple *tuple)
 		if (found)
 		{
 			tid = s.slot->tts_tid;
-			if (TransactionIdIsValid(dirty.xmin))
-			{
-				wait_for = dirty.xmin;
-				newer = wait != NULL && marks_slot_newer(s.slot, wait);
-			}
-			else if (TransactionIdIsValid(dirty.xmax))
-			{
-				wait_for = dirty.xmax;
+			wait_for = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
 
-				/*
-				 * Updated by a transaction in progress: the version it is
-				 * writing comes next, further down the HOT chain or under
-				 * an index entry of its own, which the dirty scan goes on
-				 * to return.
-				 */
-				while (wait != NULL && !newer && marks_scan_next(&s))
-					newer = TransactionIdIsValid(dirty.xmin) &&
-						marks_slot_newer(s.slot, wait);
-			}
+			/*
+			 * Written by a transaction in progress: the version it is
+			 * writing may come later, further down the HOT chain or under
+			 * an index entry of its own (one per raise that was not in
+			 * place), which the dirty scan goes on to return.
+			 */
+			newer = TransactionIdIsValid(dirty.xmin) && wait != NULL &&
+				marks_slot_newer(s.slot, wait);
+			while (TransactionIdIsValid(wait_for) && wait != NULL && !newer &&
+				   marks_scan_next(&s))
+				newer = TransactionIdIsValid(dirty.xmin) &&
+					marks_slot_newer(s.slot, wait);
 			if (!TransactionIdIsValid(wait_for) || newer)
 			{
 				*tuple = ExecCopySlotHeapTuple(s.slot);

@@ -184,6 +184,37 @@ marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
 }
 
 /*
+ * Under logical decoding, write a raise as a delete of the version found
+ * as tuple and an insert of newtuple.  A logical subscriber applies an
+ * UPDATE only to a row it has: one that lacks the mark (it forgot it, or
+ * subscribed without copying the data) skips the change, and fires no
+ * trigger.  An INSERT always reaches the marks table's ENABLE ALWAYS
+ * trigger there, which turns it into a raise (replica.c).
+ *
+ * To every other writer this looks like an update that is not HOT: the
+ * old version is deleted by a transaction in progress, which a look waits
+ * for, and the new one follows under an index entry of its own, inserted
+ * without a unique check for the reason given at marks_index_insert.  A
+ * delete that fails leaves nothing written.
+ */
+static TM_Result
+marks_replace(MarksRel *m, HeapTuple tuple, HeapTuple newtuple,
+			  ItemPointer version)
+{
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	result = heap_delete(m->heap, &tuple->t_self, GetCurrentCommandId(true),
+						 InvalidSnapshot, true, &tmfd, false);
+	if (result != TM_Ok)
+		return result;
+	heap_insert(m->heap, newtuple, GetCurrentCommandId(true), 0, NULL);
+	marks_index_insert(m, newtuple, true);
+	*version = newtuple->t_self;
+	return TM_Ok;
+}
+
+/*
  * marks_raise
  *		Raise the mark found as tuple to token, stamping moved_at; or, with
  *		the same token, refresh its moved_at.  *version is the version
@@ -198,7 +229,8 @@ marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
  * and each raise costs the same however many came before: new versions
  * that no one else can see yet, and that no pruning can remove before we
  * end, would lengthen every later lookup.  Any other version is updated
- * as usual, which keeps its old value for a rollback to return to.
+ * as usual, which keeps its old value for a rollback to return to; under
+ * wal_level = logical, replaced by a new row (marks_replace).
  */
 TM_Result
 marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
@@ -217,6 +249,8 @@ marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 	}
 
 	newtuple = marks_form(m, token, moved_at);
+	if (XLogLogicalInfoActive())
+		return marks_replace(m, tuple, newtuple, version);
 	result = fencing_heap_update(m->heap, &tuple->t_self, newtuple,
 								 GetCurrentCommandId(true), InvalidSnapshot,
 								 true, &tmfd, &lockmode);

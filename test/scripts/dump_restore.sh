@@ -6,7 +6,9 @@
 # marks, dumps it with pg_dump -Fc, restores it into a fresh database
 # "dst" with pg_restore, and checks that dst fences exactly as src did: the
 # same marks, stale tokens still rejected, row-scope tokens kept.  Also
-# checks that a plain-format dump carries the marks table's rows.
+# checks that a plain-format dump carries the marks table's rows, and that
+# partitions keep their TRUNCATE guards (in a restore, and what a
+# pg_upgrade dump holds).
 #
 # Prints one "ok - ..." or "not ok - ..." line per assertion and exits
 # non-zero if any failed.  Runs as root or as a developer (see harness.sh).
@@ -237,6 +239,72 @@ expect_eq "the table-only dump itself brought no marks" "2" \
 	"$(sql one_table -c 'SELECT count(*) FROM fence_marks')"
 expect_eq "the table restored alone rejects a stale write (TF001)" "TF001" \
 	"$(sqlstate_of one_table "UPDATE shipments SET tok = 7 WHERE order_id = 1")"
+
+# Partitions keep their TRUNCATE guards across a dump and restore.  Each
+# is a clone of its parent's (README "Partitions and inheritance"), which
+# pg_dump does not dump: the restore's own CREATE TRIGGER on the parent
+# makes them again.  One partition was detached and attached again
+# (without the row guard of its own that it got on DETACH, which the
+# clone of the parent's would collide with), so it has a TRUNCATE guard of
+# its own, of the same name, which pg_restore creates after the parent's:
+# it replaces the clone, without a duplicate-trigger error.
+# (Before, a guard created on a parent whose partitions already existed
+# reached none of them: TRUNCATE of a partition was accepted.)
+harness_log "partitions: pg_dump -Fc parts; pg_restore -d parts_dst"
+sql postgres -c 'CREATE DATABASE parts'
+sql parts >"$workdir/parts.log" <<'EOF'
+CREATE EXTENSION fencing;
+CREATE TABLE events (id int, part int, tok fence_token) PARTITION BY LIST (part);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES IN (1);
+CREATE TABLE events_2 PARTITION OF events FOR VALUES IN (2, 3) PARTITION BY LIST (part);
+CREATE TABLE events_2a PARTITION OF events_2 FOR VALUES IN (2);
+CREATE TABLE events_4 PARTITION OF events FOR VALUES IN (4);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON events
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'part:{part}');
+CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON events
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
+ALTER TABLE events DETACH PARTITION events_4;
+DROP TRIGGER fence ON events_4;
+ALTER TABLE events ATTACH PARTITION events_4 FOR VALUES IN (4);
+INSERT INTO events VALUES (1, 1, 10), (2, 2, 20), (4, 4, 40);
+EOF
+guards_of() {
+	sql "$1" -c "SELECT tgrelid::regclass, tgname, tgparentid <> 0 FROM pg_trigger
+		WHERE tgfoid = 'fence_truncate_guard'::regproc ORDER BY tgrelid::regclass::text"
+}
+want_guards=$'events|fence_truncate|f\nevents_1|fence_truncate|t\nevents_2|fence_truncate|t\nevents_2a|fence_truncate|t\nevents_4|fence_truncate|f'
+expect_eq "every partition of parts has a TRUNCATE guard, clones but for the reattached one" \
+	"$want_guards" "$(guards_of parts)"
+pg_dump -Fc -f "$workdir/parts.dump" parts
+expect_eq "the dump creates the parent's TRUNCATE guard and the reattached partition's own, no clone" \
+	$'TRIGGER public events fence_truncate\nTRIGGER public events_4 fence_truncate' \
+	"$(pg_restore -l "$workdir/parts.dump" | grep -o 'TRIGGER public [a-z_0-9]* fence_truncate' | sort)"
+sql postgres -c 'CREATE DATABASE parts_dst TEMPLATE template0'
+if pg_restore --exit-on-error -d parts_dst "$workdir/parts.dump" 2>"$workdir/parts_restore.log"; then
+	ok "pg_restore -d parts_dst, without a duplicate trigger"
+else
+	not_ok "pg_restore -d parts_dst, without a duplicate trigger"
+	sed 's/^/#   /' "$workdir/parts_restore.log"
+fi
+expect_eq "in parts_dst every partition has its TRUNCATE guard again" \
+	"$want_guards" "$(guards_of parts_dst)"
+for part in events_1 events_2 events_2a events_4; do
+	expect_eq "parts_dst refuses TRUNCATE of partition $part (TF004)" "TF004" \
+		"$(sqlstate_of parts_dst "TRUNCATE $part")"
+done
+expect_eq "parts_dst refuses a stale write to a partition (TF001)" "TF001" \
+	"$(sqlstate_of parts_dst "INSERT INTO events_2a VALUES (5, 2, 19)")"
+
+# What pg_upgrade restores: its dump (pg_dump --binary-upgrade) has no
+# clones either, and creates the event trigger after every table's
+# triggers, so none is cloned during the upgrade.  That is why
+# fence_truncate_guard_partitions() is to be run after pg_upgrade.
+pg_dump --binary-upgrade --schema-only -f "$workdir/parts_binary.sql" parts
+expect_eq "a binary-upgrade dump creates the TRUNCATE guards of the parent and of the reattached partition only" \
+	$'CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON public.events FOR EACH STATEMENT EXECUTE FUNCTION public.fence_truncate_guard();\nCREATE TRIGGER fence_truncate BEFORE TRUNCATE ON public.events_4 FOR EACH STATEMENT EXECUTE FUNCTION public.fence_truncate_guard();' \
+	"$(grep '^CREATE TRIGGER fence_truncate' "$workdir/parts_binary.sql")"
+expect_eq "a binary-upgrade dump creates the event trigger after the tables' triggers" "t" \
+	"$(awk '/^CREATE TRIGGER/ { t = NR } /^CREATE EVENT TRIGGER fence_ddl_guard/ { e = NR } END { print (e > t ? "t" : "f") }' "$workdir/parts_binary.sql")"
 
 if [ "$CHECKS_FAILED" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
 	echo "# server messages of the statements run:"

@@ -16,7 +16,8 @@
 #   accepted;
 # - replicated marks rows only raise the subscriber's marks: never lower
 #   them, never collide with them, and a mark forgotten on the publisher
-#   stays on the subscriber.
+#   stays on the subscriber;
+# - a raise reaches a subscriber that lacks the mark's row.
 #
 # Every wait polls the subscriber (its data, pg_subscription_rel) against
 # a deadline; nothing sleeps for a fixed time to let replication happen.
@@ -144,6 +145,42 @@ expect_eq "a mark raised three times in one transaction reaches the subscriber a
 # Outside the apply worker, the marks table's trigger changes nothing.
 expect_eq "a superuser's own write to the marks table passes the trigger" "1" \
 	"$(sub -c "DELETE FROM fence_high_water WHERE resource = 'shared:x' RETURNING 1")"
+
+# A subscriber that lacks a mark's row (it forgot it, above; or it
+# subscribed with copy_data = false) still gets every later raise: under
+# wal_level = logical a raise is a delete and an insert of the row, and
+# the insert reaches the marks table's trigger whether or not the row
+# exists.  (Before, the raise was an UPDATE, which the apply worker skips
+# for a row it lacks, firing no trigger: the mark stayed missing there,
+# and a local write with any token was accepted.)
+pub -c "SELECT fence_advance('shared:x', 70)" >/dev/null
+pub -c "INSERT INTO items VALUES (6, 6, 60, 'after a raise the subscriber lacks the row for')"
+wait_sub "SELECT count(*) FROM items WHERE id = 6" 1 >/dev/null
+expect_eq "a raise reaches a subscriber that lacks the mark's row" "70" \
+	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")"
+pub -c "SELECT fence_advance('order:9', 50)" >/dev/null
+wait_sub "SELECT token FROM fence_marks WHERE resource = 'order:9'" 50 >/dev/null
+sub -c "DELETE FROM fence_high_water WHERE resource = 'order:9'" >/dev/null
+pub -c "SELECT fence_advance('order:9', 60)" >/dev/null
+expect_eq "a raise of a mark the subscriber forgot reaches it" "60" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'order:9'" 60)"
+expect_eq "so a stale local write there is rejected" "TF001" \
+	"$(sub_sqlstate "INSERT INTO items VALUES (11, 9, 11, 'stale')")"
+pub >/dev/null <<'SQL'
+BEGIN;
+SELECT fence_advance('double:y', 70);
+SAVEPOINT s;
+SELECT fence_advance('double:y', 80);
+ROLLBACK TO s;
+SELECT fence_advance('double:y', 75);
+COMMIT;
+SQL
+expect_eq "a raise rolled back to a savepoint does not reach the subscriber" "75" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'double:y'" 75)"
+expect_eq "the publisher keeps one live row per mark" "1" \
+	"$(pub -c "SELECT count(*) FROM fence_high_water WHERE resource = 'double:y'")"
+expect_eq "replication still runs after the raises" "t" \
+	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")"
 
 sub -c "DROP SUBSCRIPTION sub" >/dev/null
 if [ "$CHECKS_FAILED" -gt 0 ]; then

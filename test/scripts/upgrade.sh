@@ -27,7 +27,8 @@
 # method below, its marks, what was written at the old version), and, the
 # day a full script for a newer version exists, any drift between the two
 # paths.  Finally the upgraded database must still fence with the marks
-# written before the update.
+# written before the update, and the 1.2 update must have given the
+# partitions made before their parent's TRUNCATE guard a clone of it.
 #
 # Prints one "ok - ..." or "not ok - ..." line per assertion and exits
 # non-zero if any failed.
@@ -81,7 +82,24 @@ INSERT INTO orders VALUES (1, 'new', 5), (2, 'new', 12);
 INSERT INTO items VALUES (1, 'apple', 30), (2, 'pear', 7);
 UPDATE items SET tok = 34 WHERE order_id = 1;
 SELECT fence_advance('order:9', 100);
+
+-- partitions made before the TRUNCATE guard of their parent: before 1.2
+-- they got none of it, and the 1.2 update clones it to them
+CREATE TABLE events (id int, part int, tok fence_token) PARTITION BY LIST (part);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES IN (1);
+CREATE TABLE events_2 PARTITION OF events FOR VALUES IN (2, 3) PARTITION BY LIST (part);
+CREATE TABLE events_2a PARTITION OF events_2 FOR VALUES IN (2);
+CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON events
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_truncate_guard();
 EOF
+}
+
+# The TRUNCATE guards of the partitions of events, and whether each is a
+# clone of its parent's.
+partition_guards_of() {
+	sql "$1" -c "SELECT tgrelid::regclass, tgname, tgparentid <> 0 FROM pg_trigger
+		WHERE tgfoid = 'fence_truncate_guard'::regproc AND tgrelid::regclass::text LIKE 'events_%'
+		ORDER BY tgrelid::regclass::text"
 }
 
 # The extension as the catalogs describe it, one line per fact, sorted, no
@@ -219,6 +237,10 @@ new_db fresh
 sql fresh -c 'CREATE EXTENSION fencing'
 fill fresh
 catalog_of fresh >"$workdir/fresh.catalog"
+partition_guards_of fresh >"$workdir/fresh.partition_guards"
+expect_eq "fresh: every partition has a clone of the parent's TRUNCATE guard" \
+	$'events_1|fence_truncate|t\nevents_2|fence_truncate|t\nevents_2a|fence_truncate|t' \
+	"$(cat "$workdir/fresh.partition_guards")"
 dump_of fresh >"$workdir/fresh.dump"
 
 # Update database $1 to the default version.
@@ -256,8 +278,14 @@ for v in $old_versions; do
 		sed 's/^/#   /' "$workdir/fill.log"
 	fi
 	marks_before=$(sql "$db" -c 'SELECT resource, token, moved_at FROM fence_marks ORDER BY 1')
+	expect_eq "$db: at $v, the partitions made before the guard have none" "" \
+		"$(partition_guards_of "$db")"
 	update_db "$db"
 	compare_db "$db"
+	expect_eq "$db: the update cloned the parent's TRUNCATE guard to every partition, as a fresh install has" \
+		"$(cat "$workdir/fresh.partition_guards")" "$(partition_guards_of "$db")"
+	expect_eq "$db: TRUNCATE of a partition made before the update is refused (TF004)" "TF004" \
+		"$(sqlstate_of "$db" "TRUNCATE events_2a")"
 
 	harness_log "$db: fencing after the update"
 	expect_eq "$db: the marks are those written before the update" "$marks_before" \
