@@ -24,6 +24,7 @@ OBJS = \
 	src/redis_cluster.o \
 	src/redis_cluster_map.o \
 	src/redis_conn.o \
+	src/redis_budget.o \
 	src/redis_error.o \
 	src/redis_hostport.o \
 	src/redis_io.o \

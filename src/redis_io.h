@@ -18,8 +18,6 @@
 #ifndef REDIS_IO_H
 #define REDIS_IO_H
 
-#include "datatype/timestamp.h"
-
 /* A reply, copied out of hiredis into the current memory context. */
 typedef enum RedisValueType
 {
@@ -42,22 +40,9 @@ typedef struct RedisValue
 } RedisValue;
 
 #ifdef USE_HIREDIS
+#include "redis_budget.h"
 #include "redis_error.h"
 #include "storage/latch.h"
-
-/*
- * The time a call may take, passed down to every step of it: the
- * deadline, and whether the waits serve interrupts (not where PostgreSQL
- * holds them: after commit, at exit).  ms and limit name the limit that
- * set the deadline, for messages.
- */
-typedef struct RedisBudget
-{
-	TimestampTz deadline;
-	bool		interruptible;
-	long		ms;
-	const char *limit;
-} RedisBudget;
 
 /* Room for "[v6addr]:port" or a Unix socket path, for messages. */
 #define REDIS_TARGET_LEN	272
@@ -77,13 +62,6 @@ typedef struct RedisSocket
 
 /* The cap on one reply's bytes on a data connection. */
 #define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
-
-extern RedisBudget redis_budget_start(long ms, const char *limit,
-									  bool interruptible);
-extern RedisBudget redis_budget_within(const RedisBudget *outer, long ms,
-									   const char *limit);
-extern long redis_budget_remaining(const RedisBudget *budget);
-extern bool redis_pause_before_retry(const RedisBudget *budget, int pause_ms);
 
 extern bool redis_io_connect(RedisSocket *s, const char *host, int port,
 							 size_t max_bytes, const RedisBudget *budget,
