@@ -30,6 +30,7 @@ OBJS = \
 	src/redis_io.o \
 	src/redis_link.o \
 	src/redis_sentinel.o \
+	src/redis_secret_file.o \
 	src/redis_settings.o \
 	src/replica.o \
 	src/resource_name.o \
