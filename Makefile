@@ -32,6 +32,7 @@ OBJS = \
 	src/redis_sentinel.o \
 	src/redis_secret_file.o \
 	src/redis_settings.o \
+	src/redis_value.o \
 	src/replica.o \
 	src/resource_name.o \
 	src/resource_map.o \

@@ -18,26 +18,7 @@
 #ifndef REDIS_IO_H
 #define REDIS_IO_H
 
-/* A reply, copied out of hiredis into the current memory context. */
-typedef enum RedisValueType
-{
-	REDIS_VALUE_STRING,
-	REDIS_VALUE_ARRAY,
-	REDIS_VALUE_INTEGER,
-	REDIS_VALUE_NIL,
-	REDIS_VALUE_STATUS,
-	REDIS_VALUE_ERROR
-} RedisValueType;
-
-typedef struct RedisValue
-{
-	RedisValueType type;
-	long long	integer;		/* REDIS_VALUE_INTEGER */
-	char	   *str;			/* STRING, STATUS, ERROR: NUL-terminated */
-	size_t		len;
-	size_t		nelements;		/* ARRAY */
-	struct RedisValue **elements;
-} RedisValue;
+#include "redis_value.h"
 
 #ifdef USE_HIREDIS
 #include "redis_budget.h"
