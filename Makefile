@@ -32,6 +32,8 @@ OBJS = \
 	src/redis_sentinel.o \
 	src/redis_secret_file.o \
 	src/redis_settings.o \
+	src/redis_tls.o \
+	src/redis_tls_config.o \
 	src/redis_value.o \
 	src/replica.o \
 	src/resource_name.o \
@@ -71,7 +73,8 @@ HIREDIS_FOUND := $(shell printf '$(HASH)include <hiredis/hiredis.h>\n' | $(CC) -
 WITH_HIREDIS ?= $(HIREDIS_FOUND)
 ifeq ($(WITH_HIREDIS),1)
 PG_CPPFLAGS += -DUSE_HIREDIS
-SHLIB_LINK += -lhiredis
+# TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
+SHLIB_LINK += -lhiredis -lssl -lcrypto
 endif
 
 EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)

@@ -28,6 +28,9 @@
  * line cap keeps hiredis, which scans a line from its start at every
  * read, from going quadratic over a line that never ends.
  *
+ * With fencing.redis_tls, OpenSSL runs on the socket (redis_tls.c): the
+ * same waits drive its handshake, writes and reads.
+ *
  * hiredis memory is malloc'd: each reply is copied into palloc'd memory
  * and freed at once, and error strings are copied before the objects
  * holding them are freed, so that no ereport can leak or dangle it.  After
@@ -54,6 +57,7 @@
 #include "pgstat.h"
 #include "redis_hostport.h"
 #include "redis_io.h"
+#include "redis_tls.h"
 #include "redis_value.h"
 #include "storage/fd.h"
 #include "utils/memutils.h"
@@ -105,6 +109,7 @@ redis_io_close(RedisSocket *s)
 		FreeWaitEventSet(s->wes);
 		s->wes = NULL;
 	}
+	redis_tls_end(&s->ssl);
 	if (s->ctx != NULL)
 	{
 		redisFree(s->ctx);
@@ -192,6 +197,83 @@ redis_create_array(const redisReadTask *task, int elements)
 	return hiredis_create_array(task, elements);
 }
 
+/* The wait of a TLS call: a socket and the budget of the call. */
+typedef struct RedisIoTlsWait
+{
+	RedisSocket *s;
+	const RedisBudget *budget;
+} RedisIoTlsWait;
+
+static bool
+redis_io_tls_wait(void *arg, int event)
+{
+	RedisIoTlsWait *w = arg;
+
+	return redis_io_wait(w->s, event, w->budget);
+}
+
+/* Describe a send that ran out of time. */
+static bool
+redis_io_send_timed_out(RedisSocket *s, RedisError *err,
+						const RedisBudget *budget)
+{
+	return redis_io_fail(s, err, "timed out sending",
+						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						 psprintf("timed out sending a command to Redis server at \"%s\"",
+								  s->target),
+						 psprintf("The server did not read the command within %ld ms.",
+								  budget->ms),
+						 psprintf("The limit is %s.", budget->limit));
+}
+
+/* Describe a reply that did not come in time. */
+static bool
+redis_io_read_timed_out(RedisSocket *s, RedisError *err,
+						const RedisBudget *budget)
+{
+	return redis_io_fail(s, err, "timed out waiting for a reply",
+						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						 psprintf("timed out waiting for a reply from Redis server at \"%s\"",
+								  s->target),
+						 psprintf("No reply arrived within %ld ms.", budget->ms),
+						 psprintf("The limit is %s.", budget->limit));
+}
+
+/* Describe a handshake that did not complete in time. */
+static bool
+redis_io_handshake_timed_out(RedisSocket *s, RedisError *err,
+							 const RedisBudget *budget)
+{
+	return redis_io_fail(s, err, "TLS handshake timed out",
+						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						 psprintf("timed out in the TLS handshake with Redis server at \"%s\"",
+								  s->target),
+						 psprintf("The handshake did not complete within %ld ms.",
+								  budget->ms),
+						 psprintf("The limit is %s.  A server that does not speak TLS on that port can also cause this.",
+								  budget->limit));
+}
+
+/*
+ * redis_io_tls_done
+ *		Whether a TLS call went through; if not, the socket is closed and
+ *		*err says why (timed_out describes a deadline that passed).
+ */
+static bool
+redis_io_tls_done(RedisSocket *s, RedisTlsOutcome outcome, RedisError *err,
+				  bool (*timed_out) (RedisSocket *, RedisError *,
+									 const RedisBudget *),
+				  const RedisBudget *budget)
+{
+	if (outcome == REDIS_TLS_OK)
+		return true;
+	if (outcome == REDIS_TLS_TIMEOUT)
+		return timed_out(s, err, budget);
+	err->sent = s->sent;
+	redis_io_close(s);
+	return false;
+}
+
 /*
  * redis_io_connect
  *		Connect to host:port (a Unix socket if host is a path) within the
@@ -199,7 +281,8 @@ redis_create_array(const redisReadTask *task, int elements)
  *		failure, described in *err, with nothing left open.
  *
  * hiredis marks a non-blocking context connected at once: the outcome is
- * the socket's error once it turns writeable.
+ * the socket's error once it turns writeable.  Then, if fencing.redis_tls
+ * says so, the TLS handshake, within the same budget.
  */
 bool
 redis_io_connect(RedisSocket *s, const char *host, int port,
@@ -209,6 +292,7 @@ redis_io_connect(RedisSocket *s, const char *host, int port,
 	redisContext *c;
 	int			so_error = 0;
 	socklen_t	so_error_len = sizeof(so_error);
+	RedisIoTlsWait w = {s, budget};
 
 	Assert(s->ctx == NULL);
 	memset(s, 0, sizeof(RedisSocket));
@@ -271,7 +355,16 @@ redis_io_connect(RedisSocket *s, const char *host, int port,
 							 psprintf("could not connect to Redis server at \"%s\": %s",
 									  s->target, strerror(so_error)),
 							 NULL, NULL);
-	return true;
+	if (!redis_tls_wanted(host))
+		return true;
+	if (!redis_tls_begin(&s->ssl, c->fd, host, s->target, err))
+	{
+		redis_io_close(s);
+		return false;
+	}
+	return redis_io_tls_done(s, redis_tls_connect(s->ssl, redis_io_tls_wait, &w,
+												  s->target, err),
+							 err, redis_io_handshake_timed_out, budget);
 }
 
 /* Describe a reply that went over a cap. */
@@ -366,23 +459,35 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 	reply_elements = 0;
 	for (;;)
 	{
-		size_t		buffered;
+		size_t		nread;
 
 		if (redisGetReplyFromReader(s->ctx, &r) != REDIS_OK)
 			return redis_io_failed(s, err, secret);
 		if (r != NULL)
 			break;
-		if (!redis_io_wait(s, WL_SOCKET_READABLE, budget))
-			return redis_io_fail(s, err, "timed out waiting for a reply",
-								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
-								 psprintf("timed out waiting for a reply from Redis server at \"%s\"",
-										  s->target),
-								 psprintf("No reply arrived within %ld ms.", budget->ms),
-								 psprintf("The limit is %s.", budget->limit));
-		buffered = s->ctx->reader->len;
-		if (redisBufferRead(s->ctx) != REDIS_OK)
-			return redis_io_failed(s, err, secret);
-		reply_bytes += s->ctx->reader->len - buffered;
+		if (s->ssl != NULL)
+		{
+			RedisIoTlsWait w = {s, budget};
+
+			if (!redis_io_tls_done(s, redis_tls_receive(s->ssl, s->ctx->reader,
+														&nread,
+														redis_io_tls_wait, &w,
+														s->target, err),
+								   err, redis_io_read_timed_out, budget))
+				return false;
+		}
+		else
+		{
+			size_t		buffered;
+
+			if (!redis_io_wait(s, WL_SOCKET_READABLE, budget))
+				return redis_io_read_timed_out(s, err, budget);
+			buffered = s->ctx->reader->len;
+			if (redisBufferRead(s->ctx) != REDIS_OK)
+				return redis_io_failed(s, err, secret);
+			nread = s->ctx->reader->len - buffered;
+		}
+		reply_bytes += nread;
 		if (reply_bytes > s->max_bytes)
 			reply_limit = REDIS_LIMIT_BYTES;
 		else if (redis_reader_line_too_long(s->ctx->reader))
@@ -405,48 +510,56 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
  *
  * The socket is non-blocking: whatever does not fit in the socket buffers
  * is sent as the server reads it, the backend sleeping in between, as it
- * does for the replies.  s->sent is set before the first byte may leave,
- * and stays set: the commands may have run.
+ * does for the replies.  s->sent is set before the first byte may leave
+ * (over TLS, once OpenSSL took it), and stays set: the commands may have
+ * run.
  */
 bool
 redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
 				  const char ***argv, RedisValue **replies,
 				  const RedisBudget *budget, bool secret, RedisError *err)
 {
-	int			done = 0;
-
 	Assert(s->ctx != NULL && s->ctx->err == 0);
 
 	for (int c = 0; c < ncommands; c++)
 		replies[c] = NULL;
 	s->sent = false;
 	s->in_flight = true;
-	for (int c = 0; c < ncommands; c++)
+	if (s->ssl != NULL)
 	{
-		size_t	   *argvlen = palloc(sizeof(size_t) * argc[c]);
+		RedisIoTlsWait w = {s, budget};
 
-		for (int i = 0; i < argc[c]; i++)
-			argvlen[i] = strlen(argv[c][i]);
-		if (redisAppendCommandArgv(s->ctx, argc[c], argv[c], argvlen) != REDIS_OK)
-			return redis_io_failed(s, err, secret);
-		pfree(argvlen);
+		if (!redis_io_tls_done(s, redis_tls_send(s->ssl, ncommands, argc, argv,
+												 secret, &s->sent,
+												 redis_io_tls_wait, &w,
+												 s->target, err),
+							   err, redis_io_send_timed_out, budget))
+			return false;
 	}
-
-	s->sent = true;
-	for (;;)
+	else
 	{
-		if (redisBufferWrite(s->ctx, &done) != REDIS_OK)
-			return redis_io_failed(s, err, secret);
-		if (done)
-			break;
-		if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
-			return redis_io_fail(s, err, "timed out sending",
-								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
-								 psprintf("timed out sending a command to Redis server at \"%s\"",
-										  s->target),
-								 psprintf("The server did not read the command within %ld ms.",
-										  budget->ms),
-								 psprintf("The limit is %s.", budget->limit));
+		int			done = 0;
+
+		for (int c = 0; c < ncommands; c++)
+		{
+			size_t	   *argvlen = palloc(sizeof(size_t) * argc[c]);
+
+			for (int i = 0; i < argc[c]; i++)
+				argvlen[i] = strlen(argv[c][i]);
+			if (redisAppendCommandArgv(s->ctx, argc[c], argv[c], argvlen) != REDIS_OK)
+				return redis_io_failed(s, err, secret);
+			pfree(argvlen);
+		}
+		s->sent = true;
+		for (;;)
+		{
+			if (redisBufferWrite(s->ctx, &done) != REDIS_OK)
+				return redis_io_failed(s, err, secret);
+			if (done)
+				break;
+			if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
+				return redis_io_send_timed_out(s, err, budget);
+		}
 	}
 
 	for (int c = 0; c < ncommands; c++)
@@ -461,7 +574,7 @@ redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
  *		Whether an open socket about to be reused is no longer in step with
  *		the server: closed by it (restart, idle timeout), broken, or
  *		holding bytes nobody asked for.  A non-blocking peek, no round
- *		trip.
+ *		trip; under TLS, at the decrypted bytes (redis_tls_stale).
  */
 bool
 redis_io_stale(const RedisSocket *s)
@@ -471,6 +584,8 @@ redis_io_stale(const RedisSocket *s)
 
 	if (s->ctx->reader->pos < s->ctx->reader->len)
 		return true;
+	if (s->ssl != NULL)
+		return redis_tls_stale(s->ssl);
 	n = recv(s->ctx->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n >= 0)
 		return true;			/* end of file, or unsolicited bytes */

@@ -7,8 +7,8 @@
  *
  * Data connections, Sentinels, Cluster nodes and the Sentinel watch all
  * go through here, so that they all get the same non-blocking connect,
- * the same interruptible waits and the same caps on what a server may
- * send.  Nothing here knows about AUTH, SELECT or which server to use.
+ * the same interruptible waits, the same TLS (fencing.redis_tls) and
+ * the same caps on what a server may send.  Nothing here knows about AUTH, SELECT or which server to use.
  *
  * IDENTIFICATION
  *	  src/redis_io.h
@@ -32,6 +32,7 @@
 typedef struct RedisSocket
 {
 	struct redisContext *ctx;
+	struct ssl_st *ssl;			/* TLS on the socket, or NULL */
 	WaitEventSet *wes;			/* latch, postmaster death, socket */
 	int			wes_io;			/* the socket event wes waits for */
 	bool		fd_reserved;

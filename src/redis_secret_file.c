@@ -21,45 +21,60 @@
 #ifdef USE_HIREDIS
 
 /*
+ * redis_check_private_file
+ *		Whether the file holding a secret (what: "Redis password file",
+ *		"Redis TLS key file") is a regular file that no one but the
+ *		server's operating system user can read; false with *err if not.
+ *
+ * Like libpq's .pgpass, except that a file that is too open is an error,
+ * not a warning, since it guards a shared service.
+ */
+bool
+redis_check_private_file(const char *path, const char *what, RedisError *err)
+{
+	struct stat st;
+	int			save_errno;
+
+	err->sent = false;
+	if (stat(path, &st) != 0)
+	{
+		save_errno = errno;
+		return redis_error_set(err, redis_errno_sqlstate(save_errno),
+							   psprintf("could not stat %s \"%s\": %s",
+										what, path, strerror(save_errno)),
+							   NULL, NULL);
+	}
+	if (!S_ISREG(st.st_mode))
+		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
+							   psprintf("%s \"%s\" is not a regular file",
+										what, path),
+							   NULL, NULL);
+	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
+							   psprintf("%s \"%s\" has group or world access",
+										what, path),
+							   pstrdup("Permissions should be u=rw (0600) or less."),
+							   NULL);
+	return true;
+}
+
+/*
  * redis_read_password_file
  *		The password in a password file (fencing.redis_password_file,
  *		fencing.redis_sentinel_password_file): its first line; false if the
  *		file is unusable, described in *err.
- *
- * Like libpq's .pgpass, the file must not be readable by anyone but the
- * server's operating system user; unlike libpq, a file that is too open is
- * an error, not a warning, since it guards a shared service.
  */
 bool
 redis_read_password_file(const char *path, char **password, RedisError *err)
 {
-	struct stat st;
 	FILE	   *file;
 	char	   *buf;
 	size_t		len;
 	int			save_errno;
 
-	err->sent = false;
 	err->reason = "its password file cannot be used";
-	if (stat(path, &st) != 0)
-	{
-		save_errno = errno;
-		return redis_error_set(err, redis_errno_sqlstate(save_errno),
-							   psprintf("could not stat Redis password file \"%s\": %s",
-										path, strerror(save_errno)),
-							   NULL, NULL);
-	}
-	if (!S_ISREG(st.st_mode))
-		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
-							   psprintf("Redis password file \"%s\" is not a regular file",
-										path),
-							   NULL, NULL);
-	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
-							   psprintf("Redis password file \"%s\" has group or world access",
-										path),
-							   pstrdup("Permissions should be u=rw (0600) or less."),
-							   NULL);
+	if (!redis_check_private_file(path, "Redis password file", err))
+		return false;
 
 	file = AllocateFile(path, "r");
 	if (file == NULL)

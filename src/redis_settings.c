@@ -56,6 +56,21 @@ char	   *redis_sentinel_username = NULL;
 char	   *redis_sentinel_password_file = NULL;
 char	   *redis_cluster_nodes = NULL;
 bool		redis_discovered_host_names = false;
+int			redis_tls = REDIS_TLS_DISABLE;
+char	   *redis_tls_ca_file = NULL;
+char	   *redis_tls_cert_file = NULL;
+char	   *redis_tls_key_file = NULL;
+char	   *redis_tls_server_name = NULL;
+
+static const struct config_enum_entry redis_tls_options[] = {
+	{"disable", REDIS_TLS_DISABLE, false},
+	{"require", REDIS_TLS_REQUIRE, false},
+	{"verify-ca", REDIS_TLS_VERIFY_CA, false},
+	{"verify-full", REDIS_TLS_VERIFY_FULL, false},
+	{NULL, 0, false}
+};
+
+static void redis_tls_settings_init(void);
 
 /* See redis_settings.h. */
 uint64		redis_settings_generation = 0;
@@ -195,6 +210,23 @@ check_redis_password_file(char **newval, void **extra, GucSource source)
 		}
 	}
 	return true;
+}
+
+/*
+ * check_redis_tls_server_name
+ *		Empty (the host connected to), or a host name or IP address.
+ */
+static bool
+check_redis_tls_server_name(char **newval, void **extra, GucSource source)
+{
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	if ((*newval)[0] == '/')
+	{
+		GUC_check_errdetail("A TLS server name is a host name or an IP address.");
+		return false;
+	}
+	return check_redis_host(newval, extra, source);
 }
 
 /*
@@ -390,6 +422,62 @@ redis_settings_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	redis_tls_settings_init();
+}
+
+/*
+ * redis_tls_settings_init
+ *		The TLS settings, for every connection a backend opens: servers,
+ *		Sentinels, Cluster nodes and the Sentinel watch alike.
+ */
+static void
+redis_tls_settings_init(void)
+{
+	DefineCustomEnumVariable("fencing.redis_tls",
+							 "Whether and how connections to Redis use TLS.",
+							 "disable, require (encrypt; verify the chain only if fencing.redis_tls_ca_file is set), verify-ca (the chain) or verify-full (the chain and the server's name), as libpq's sslmode.  Applies to the server, the Sentinels and the Cluster nodes alike; not to a Unix socket.",
+							 &redis_tls,
+							 REDIS_TLS_DISABLE, redis_tls_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, redis_settings_changed_int, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_ca_file",
+							   "File of the certificate authorities that sign the Redis servers' certificates (PEM).",
+							   "Empty means OpenSSL's default trust store for verify-ca and verify-full, and no verification for require.",
+							   &redis_tls_ca_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_cert_file",
+							   "File of the client certificate to present to Redis (PEM), for tls-auth-clients.",
+							   "May hold the chain after the certificate.  Requires fencing.redis_tls_key_file.  Empty means none.",
+							   &redis_tls_cert_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_key_file",
+							   "File of the private key of fencing.redis_tls_cert_file (PEM, not encrypted).",
+							   "Must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means none.",
+							   &redis_tls_key_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_server_name",
+							   "Name verified in the Redis servers' certificates (verify-full) and sent as SNI.",
+							   "Empty means the host connected to.  An IP address is matched against the certificate's IP address subjectAltNames and not sent as SNI.",
+							   &redis_tls_server_name,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_tls_server_name, redis_settings_changed_str, NULL);
 }
 
 /* Whether the primary is to be asked of Sentinels. */
