@@ -72,6 +72,9 @@ HASH := \#
 HIREDIS_FOUND := $(shell printf '$(HASH)include <hiredis/hiredis.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1 || echo 0)
 WITH_HIREDIS ?= $(HIREDIS_FOUND)
 ifeq ($(WITH_HIREDIS),1)
+ifneq ($(shell printf '$(HASH)include <openssl/ssl.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1),1)
+$(error the Redis client needs OpenSSL's headers for TLS: install libssl-dev, or build with WITH_HIREDIS=0)
+endif
 PG_CPPFLAGS += -DUSE_HIREDIS
 # TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
 SHLIB_LINK += -lhiredis -lssl -lcrypto
