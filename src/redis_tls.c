@@ -30,7 +30,6 @@
 #include <hiredis/hiredis.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #endif
 
 #include "fencing_errcodes.h"
@@ -65,10 +64,11 @@ typedef struct RedisTlsFailure
 /*
  * tls_failure
  *		Why the connection ended: the verifier's reason for a certificate
- *		it refused, else OpenSSL's, with a hint for the usual mistakes.
+ *		it refused, else OpenSSL's, else the socket's (sys_errno, 0 for an
+ *		end of file), with a hint for the usual mistakes.
  */
 static RedisTlsStep
-tls_failure(SSL *ssl, RedisTlsFailure *why)
+tls_failure(SSL *ssl, int sys_errno, RedisTlsFailure *why)
 {
 	unsigned long e = ERR_peek_error();
 	int			r = ERR_GET_REASON(e);
@@ -76,7 +76,7 @@ tls_failure(SSL *ssl, RedisTlsFailure *why)
 	why->hint = NULL;
 	if (e == 0)
 	{
-		why->reason = pstrdup(errno != 0 ? strerror(errno) :
+		why->reason = pstrdup(sys_errno != 0 ? strerror(sys_errno) :
 							  "the server closed the connection");
 		return REDIS_TLS_CLOSED;
 	}
@@ -132,12 +132,10 @@ tls_outcome(SSL *ssl, int ret, RedisTlsFailure *why)
 			step = REDIS_TLS_CLOSED;
 			break;
 		case SSL_ERROR_SYSCALL:
-			errno = ret == 0 ? 0 : save_errno;
-			step = tls_failure(ssl, why);
+			step = tls_failure(ssl, ret == 0 ? 0 : save_errno, why);
 			break;
 		default:
-			errno = 0;
-			step = tls_failure(ssl, why);
+			step = tls_failure(ssl, 0, why);
 			break;
 	}
 	ERR_clear_error();
@@ -164,7 +162,7 @@ tls_handshake_step(SSL *ssl, RedisTlsFailure *why)
 /* Write up to len bytes; DONE with *written > 0, or what it needs. */
 static RedisTlsStep
 tls_write_step(SSL *ssl, const char *buf, size_t len, size_t *written,
-				RedisTlsFailure *why)
+			   RedisTlsFailure *why)
 {
 	int			ret;
 
@@ -183,7 +181,7 @@ tls_write_step(SSL *ssl, const char *buf, size_t len, size_t *written,
 /* Read up to len bytes; DONE with *nread > 0, or what it needs. */
 static RedisTlsStep
 tls_read_step(SSL *ssl, char *buf, size_t len, size_t *nread,
-			   RedisTlsFailure *why)
+			  RedisTlsFailure *why)
 {
 	int			ret;
 
