@@ -31,12 +31,17 @@ OBJS = \
 	src/redis_cluster.o \
 	src/redis_cluster_map.o \
 	src/redis_conn.o \
+	src/redis_budget.o \
 	src/redis_error.o \
 	src/redis_hostport.o \
 	src/redis_io.o \
 	src/redis_link.o \
 	src/redis_sentinel.o \
+	src/redis_secret_file.o \
 	src/redis_settings.o \
+	src/redis_tls.o \
+	src/redis_tls_config.o \
+	src/redis_value.o \
 	src/replica.o \
 	src/resource_map.o \
 	src/resource_name.o \
@@ -76,8 +81,12 @@ HASH := \#
 HIREDIS_FOUND := $(shell printf '$(HASH)include <hiredis/hiredis.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1 || echo 0)
 WITH_HIREDIS ?= $(HIREDIS_FOUND)
 ifeq ($(WITH_HIREDIS),1)
+ifneq ($(shell printf '$(HASH)include <openssl/ssl.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1),1)
+$(error the Redis client needs OpenSSL's headers for TLS: install libssl-dev, or build with WITH_HIREDIS=0)
+endif
 PG_CPPFLAGS += -DUSE_HIREDIS
-SHLIB_LINK += -lhiredis
+# TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
+SHLIB_LINK += -lhiredis -lssl -lcrypto
 endif
 
 EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)

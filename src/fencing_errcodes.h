@@ -52,6 +52,10 @@
 /* WAIT did not reach fencing.redis_wait_replicas replicas in time; the
  * lock was given back: retry later. */
 #define ERRCODE_FENCING_REDIS_NOT_REPLICATED MAKE_SQLSTATE('T','F','1','0','6')
+/* The TLS handshake with a Redis server failed, or its certificate did
+ * not verify, or it refused ours: for the operator (certificates,
+ * fencing.redis_tls*), retrying will not help. */
+#define ERRCODE_FENCING_REDIS_TLS		MAKE_SQLSTATE('T','F','1','0','7')
 
 /*
  * Standard codes we reuse where they mean exactly that:

@@ -28,6 +28,9 @@
  * line cap keeps hiredis, which scans a line from its start at every
  * read, from going quadratic over a line that never ends.
  *
+ * With fencing.redis_tls, OpenSSL runs on the socket (redis_tls.c): the
+ * same waits drive its handshake, writes and reads.
+ *
  * hiredis memory is malloc'd: each reply is copied into palloc'd memory
  * and freed at once, and error strings are copied before the objects
  * holding them are freed, so that no ereport can leak or dangle it.  After
@@ -55,9 +58,10 @@
 #include "pgstat.h"
 #include "redis_hostport.h"
 #include "redis_io.h"
+#include "redis_tls.h"
+#include "redis_value.h"
 #include "storage/fd.h"
 #include "utils/memutils.h"
-#include "utils/timestamp.h"
 
 #ifdef USE_HIREDIS
 
@@ -88,67 +92,6 @@ static void *(*hiredis_create_array) (const redisReadTask *task,
 /* A reply received but not yet copied and freed. */
 static redisReply *pending_reply = NULL;
 
-/* A budget of ms from now, or without end if ms < 0. */
-RedisBudget
-redis_budget_start(long ms, const char *limit, bool interruptible)
-{
-	RedisBudget b;
-
-	b.deadline = ms < 0 ? DT_NOEND :
-		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
-	b.interruptible = interruptible;
-	b.ms = ms;
-	b.limit = limit;
-	return b;
-}
-
-/*
- * redis_budget_within
- *		The budget of a step limited to ms: outer's, if it ends first.
- */
-RedisBudget
-redis_budget_within(const RedisBudget *outer, long ms, const char *limit)
-{
-	RedisBudget b = redis_budget_start(ms, limit, outer->interruptible);
-
-	if (outer->deadline < b.deadline)
-		return *outer;
-	return b;
-}
-
-/* Milliseconds left, at most LONG_MAX; 0 once the deadline has passed. */
-long
-redis_budget_remaining(const RedisBudget *budget)
-{
-	if (budget->deadline == DT_NOEND)
-		return LONG_MAX;
-	return TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-										   budget->deadline);
-}
-
-/*
- * redis_pause_before_retry
- *		Sleep pause_ms before another try, serving interrupts if the budget
- *		allows; false, at once, if the budget would not outlast the pause.
- */
-bool
-redis_pause_before_retry(const RedisBudget *budget, int pause_ms)
-{
-	if (redis_budget_remaining(budget) <= pause_ms)
-		return false;
-	if (budget->interruptible)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-	else
-		(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
-	return true;
-}
-
 /*
  * redis_io_close
  *		Close the socket, if open, and free everything that goes with it.
@@ -167,6 +110,7 @@ redis_io_close(RedisSocket *s)
 		FreeWaitEventSet(s->wes);
 		s->wes = NULL;
 	}
+	redis_tls_end(&s->ssl);
 	if (s->ctx != NULL)
 	{
 		redisFree(s->ctx);
@@ -254,6 +198,83 @@ redis_create_array(const redisReadTask *task, RedisArrayCount elements)
 	return hiredis_create_array(task, elements);
 }
 
+/* The wait of a TLS call: a socket and the budget of the call. */
+typedef struct RedisIoTlsWait
+{
+	RedisSocket *s;
+	const RedisBudget *budget;
+} RedisIoTlsWait;
+
+static bool
+redis_io_tls_wait(void *arg, int event)
+{
+	RedisIoTlsWait *w = arg;
+
+	return redis_io_wait(w->s, event, w->budget);
+}
+
+/* Describe a send that ran out of time. */
+static bool
+redis_io_send_timed_out(RedisSocket *s, RedisError *err,
+						const RedisBudget *budget)
+{
+	return redis_io_fail(s, err, "timed out sending",
+						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						 psprintf("timed out sending a command to Redis server at \"%s\"",
+								  s->target),
+						 psprintf("The server did not read the command within %ld ms.",
+								  budget->ms),
+						 psprintf("The limit is %s.", budget->limit));
+}
+
+/* Describe a reply that did not come in time. */
+static bool
+redis_io_read_timed_out(RedisSocket *s, RedisError *err,
+						const RedisBudget *budget)
+{
+	return redis_io_fail(s, err, "timed out waiting for a reply",
+						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						 psprintf("timed out waiting for a reply from Redis server at \"%s\"",
+								  s->target),
+						 psprintf("No reply arrived within %ld ms.", budget->ms),
+						 psprintf("The limit is %s.", budget->limit));
+}
+
+/* Describe a handshake that did not complete in time. */
+static bool
+redis_io_handshake_timed_out(RedisSocket *s, RedisError *err,
+							 const RedisBudget *budget)
+{
+	return redis_io_fail(s, err, "TLS handshake timed out",
+						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+						 psprintf("timed out in the TLS handshake with Redis server at \"%s\"",
+								  s->target),
+						 psprintf("The handshake did not complete within %ld ms.",
+								  budget->ms),
+						 psprintf("The limit is %s.  A server that does not speak TLS on that port can also cause this.",
+								  budget->limit));
+}
+
+/*
+ * redis_io_tls_done
+ *		Whether a TLS call went through; if not, the socket is closed and
+ *		*err says why (timed_out describes a deadline that passed).
+ */
+static bool
+redis_io_tls_done(RedisSocket *s, RedisTlsOutcome outcome, RedisError *err,
+				  bool (*timed_out) (RedisSocket *, RedisError *,
+									 const RedisBudget *),
+				  const RedisBudget *budget)
+{
+	if (outcome == REDIS_TLS_OK)
+		return true;
+	if (outcome == REDIS_TLS_TIMEOUT)
+		return timed_out(s, err, budget);
+	err->sent = s->sent;
+	redis_io_close(s);
+	return false;
+}
+
 /*
  * redis_io_connect
  *		Connect to host:port (a Unix socket if host is a path) within the
@@ -261,7 +282,8 @@ redis_create_array(const redisReadTask *task, RedisArrayCount elements)
  *		failure, described in *err, with nothing left open.
  *
  * hiredis marks a non-blocking context connected at once: the outcome is
- * the socket's error once it turns writeable.
+ * the socket's error once it turns writeable.  Then, if fencing.redis_tls
+ * says so, the TLS handshake, within the same budget.
  */
 bool
 redis_io_connect(RedisSocket *s, const char *host, int port,
@@ -271,6 +293,7 @@ redis_io_connect(RedisSocket *s, const char *host, int port,
 	redisContext *c;
 	int			so_error = 0;
 	socklen_t	so_error_len = sizeof(so_error);
+	RedisIoTlsWait w = {s, budget};
 
 	Assert(s->ctx == NULL);
 	memset(s, 0, sizeof(RedisSocket));
@@ -333,7 +356,16 @@ redis_io_connect(RedisSocket *s, const char *host, int port,
 							 psprintf("could not connect to Redis server at \"%s\": %s",
 									  s->target, strerror(so_error)),
 							 NULL, NULL);
-	return true;
+	if (!redis_tls_wanted(host))
+		return true;
+	if (!redis_tls_begin(&s->ssl, c->fd, host, s->target, err))
+	{
+		redis_io_close(s);
+		return false;
+	}
+	return redis_io_tls_done(s, redis_tls_connect(s->ssl, redis_io_tls_wait, &w,
+												  s->target, err),
+							 err, redis_io_handshake_timed_out, budget);
 }
 
 /* Describe a reply that went over a cap. */
@@ -412,46 +444,6 @@ redis_reader_line_too_long(const redisReader *r)
 		memchr(r->buf + r->pos, '\r', REDIS_MAX_REPLY_LINE) == NULL;
 }
 
-/* Copy a hiredis reply into the current memory context. */
-static RedisValue *
-redis_value_copy(const redisReply *r)
-{
-	RedisValue *v = palloc0(sizeof(RedisValue));
-
-	switch (r->type)
-	{
-		case REDIS_REPLY_STRING:
-		case REDIS_REPLY_STATUS:
-		case REDIS_REPLY_ERROR:
-			v->type = r->type == REDIS_REPLY_STRING ? REDIS_VALUE_STRING :
-				r->type == REDIS_REPLY_STATUS ? REDIS_VALUE_STATUS :
-				REDIS_VALUE_ERROR;
-			v->len = r->len;
-			v->str = palloc(r->len + 1);
-			memcpy(v->str, r->str, r->len);
-			v->str[r->len] = '\0';
-			break;
-		case REDIS_REPLY_INTEGER:
-			v->type = REDIS_VALUE_INTEGER;
-			v->integer = r->integer;
-			break;
-		case REDIS_REPLY_NIL:
-			v->type = REDIS_VALUE_NIL;
-			break;
-		case REDIS_REPLY_ARRAY:
-			v->type = REDIS_VALUE_ARRAY;
-			v->nelements = r->elements;
-			v->elements = palloc0(sizeof(RedisValue *) * Max(r->elements, 1));
-			for (size_t i = 0; i < r->elements; i++)
-				v->elements[i] = redis_value_copy(r->element[i]);
-			break;
-		default:
-			/* RESP3 types were refused before */
-			elog(ERROR, "unknown hiredis reply type %d", r->type);
-	}
-	return v;
-}
-
 /*
  * redis_io_read
  *		Read one reply by the budget's deadline, under the caps; false on
@@ -468,23 +460,35 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 	reply_elements = 0;
 	for (;;)
 	{
-		size_t		buffered;
+		size_t		nread;
 
 		if (redisGetReplyFromReader(s->ctx, &r) != REDIS_OK)
 			return redis_io_failed(s, err, secret);
 		if (r != NULL)
 			break;
-		if (!redis_io_wait(s, WL_SOCKET_READABLE, budget))
-			return redis_io_fail(s, err, "timed out waiting for a reply",
-								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
-								 psprintf("timed out waiting for a reply from Redis server at \"%s\"",
-										  s->target),
-								 psprintf("No reply arrived within %ld ms.", budget->ms),
-								 psprintf("The limit is %s.", budget->limit));
-		buffered = s->ctx->reader->len;
-		if (redisBufferRead(s->ctx) != REDIS_OK)
-			return redis_io_failed(s, err, secret);
-		reply_bytes += s->ctx->reader->len - buffered;
+		if (s->ssl != NULL)
+		{
+			RedisIoTlsWait w = {s, budget};
+
+			if (!redis_io_tls_done(s, redis_tls_receive(s->ssl, s->ctx->reader,
+														&nread,
+														redis_io_tls_wait, &w,
+														s->target, err),
+								   err, redis_io_read_timed_out, budget))
+				return false;
+		}
+		else
+		{
+			size_t		buffered;
+
+			if (!redis_io_wait(s, WL_SOCKET_READABLE, budget))
+				return redis_io_read_timed_out(s, err, budget);
+			buffered = s->ctx->reader->len;
+			if (redisBufferRead(s->ctx) != REDIS_OK)
+				return redis_io_failed(s, err, secret);
+			nread = s->ctx->reader->len - buffered;
+		}
+		reply_bytes += nread;
 		if (reply_bytes > s->max_bytes)
 			reply_limit = REDIS_LIMIT_BYTES;
 		else if (redis_reader_line_too_long(s->ctx->reader))
@@ -518,48 +522,56 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
  *
  * The socket is non-blocking: whatever does not fit in the socket buffers
  * is sent as the server reads it, the backend sleeping in between, as it
- * does for the replies.  s->sent is set before the first byte may leave,
- * and stays set: the commands may have run.
+ * does for the replies.  s->sent is set before the first byte may leave
+ * (over TLS, once OpenSSL took it), and stays set: the commands may have
+ * run.
  */
 bool
 redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
 				  const char ***argv, RedisValue **replies,
 				  const RedisBudget *budget, bool secret, RedisError *err)
 {
-	int			done = 0;
-
 	Assert(s->ctx != NULL && s->ctx->err == 0);
 
 	for (int c = 0; c < ncommands; c++)
 		replies[c] = NULL;
 	s->sent = false;
 	s->in_flight = true;
-	for (int c = 0; c < ncommands; c++)
+	if (s->ssl != NULL)
 	{
-		size_t	   *argvlen = palloc(sizeof(size_t) * argc[c]);
+		RedisIoTlsWait w = {s, budget};
 
-		for (int i = 0; i < argc[c]; i++)
-			argvlen[i] = strlen(argv[c][i]);
-		if (redisAppendCommandArgv(s->ctx, argc[c], argv[c], argvlen) != REDIS_OK)
-			return redis_io_failed(s, err, secret);
-		pfree(argvlen);
+		if (!redis_io_tls_done(s, redis_tls_send(s->ssl, ncommands, argc, argv,
+												 secret, &s->sent,
+												 redis_io_tls_wait, &w,
+												 s->target, err),
+							   err, redis_io_send_timed_out, budget))
+			return false;
 	}
-
-	s->sent = true;
-	for (;;)
+	else
 	{
-		if (redisBufferWrite(s->ctx, &done) != REDIS_OK)
-			return redis_io_failed(s, err, secret);
-		if (done)
-			break;
-		if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
-			return redis_io_fail(s, err, "timed out sending",
-								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
-								 psprintf("timed out sending a command to Redis server at \"%s\"",
-										  s->target),
-								 psprintf("The server did not read the command within %ld ms.",
-										  budget->ms),
-								 psprintf("The limit is %s.", budget->limit));
+		int			done = 0;
+
+		for (int c = 0; c < ncommands; c++)
+		{
+			size_t	   *argvlen = palloc(sizeof(size_t) * argc[c]);
+
+			for (int i = 0; i < argc[c]; i++)
+				argvlen[i] = strlen(argv[c][i]);
+			if (redisAppendCommandArgv(s->ctx, argc[c], argv[c], argvlen) != REDIS_OK)
+				return redis_io_failed(s, err, secret);
+			pfree(argvlen);
+		}
+		s->sent = true;
+		for (;;)
+		{
+			if (redisBufferWrite(s->ctx, &done) != REDIS_OK)
+				return redis_io_failed(s, err, secret);
+			if (done)
+				break;
+			if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
+				return redis_io_send_timed_out(s, err, budget);
+		}
 	}
 
 	for (int c = 0; c < ncommands; c++)
@@ -574,7 +586,7 @@ redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
  *		Whether an open socket about to be reused is no longer in step with
  *		the server: closed by it (restart, idle timeout), broken, or
  *		holding bytes nobody asked for.  A non-blocking peek, no round
- *		trip.
+ *		trip; under TLS, at the decrypted bytes (redis_tls_stale).
  */
 bool
 redis_io_stale(const RedisSocket *s)
@@ -584,6 +596,8 @@ redis_io_stale(const RedisSocket *s)
 
 	if (s->ctx->reader->pos < s->ctx->reader->len)
 		return true;
+	if (s->ssl != NULL)
+		return redis_tls_stale(s->ssl);
 	n = recv(s->ctx->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n >= 0)
 		return true;			/* end of file, or unsolicited bytes */

@@ -7,8 +7,8 @@
  *
  * Data connections, Sentinels, Cluster nodes and the Sentinel watch all
  * go through here, so that they all get the same non-blocking connect,
- * the same interruptible waits and the same caps on what a server may
- * send.  Nothing here knows about AUTH, SELECT or which server to use.
+ * the same interruptible waits, the same TLS (fencing.redis_tls) and
+ * the same caps on what a server may send.  Nothing here knows about AUTH, SELECT or which server to use.
  *
  * IDENTIFICATION
  *	  src/redis_io.h
@@ -18,46 +18,12 @@
 #ifndef REDIS_IO_H
 #define REDIS_IO_H
 
-#include "datatype/timestamp.h"
-
-/* A reply, copied out of hiredis into the current memory context. */
-typedef enum RedisValueType
-{
-	REDIS_VALUE_STRING,
-	REDIS_VALUE_ARRAY,
-	REDIS_VALUE_INTEGER,
-	REDIS_VALUE_NIL,
-	REDIS_VALUE_STATUS,
-	REDIS_VALUE_ERROR
-} RedisValueType;
-
-typedef struct RedisValue
-{
-	RedisValueType type;
-	long long	integer;		/* REDIS_VALUE_INTEGER */
-	char	   *str;			/* STRING, STATUS, ERROR: NUL-terminated */
-	size_t		len;
-	size_t		nelements;		/* ARRAY */
-	struct RedisValue **elements;
-} RedisValue;
+#include "redis_value.h"
 
 #ifdef USE_HIREDIS
+#include "redis_budget.h"
 #include "redis_error.h"
 #include "storage/latch.h"
-
-/*
- * The time a call may take, passed down to every step of it: the
- * deadline, and whether the waits serve interrupts (not where PostgreSQL
- * holds them: after commit, at exit).  ms and limit name the limit that
- * set the deadline, for messages.
- */
-typedef struct RedisBudget
-{
-	TimestampTz deadline;
-	bool		interruptible;
-	long		ms;
-	const char *limit;
-} RedisBudget;
 
 /* Room for "[v6addr]:port" or a Unix socket path, for messages. */
 #define REDIS_TARGET_LEN	272
@@ -66,6 +32,7 @@ typedef struct RedisBudget
 typedef struct RedisSocket
 {
 	struct redisContext *ctx;
+	struct ssl_st *ssl;			/* TLS on the socket, or NULL */
 	WaitEventSet *wes;			/* latch, postmaster death, socket */
 	int			wes_io;			/* the socket event wes waits for */
 	bool		fd_reserved;
@@ -77,13 +44,6 @@ typedef struct RedisSocket
 
 /* The cap on one reply's bytes on a data connection. */
 #define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
-
-extern RedisBudget redis_budget_start(long ms, const char *limit,
-									  bool interruptible);
-extern RedisBudget redis_budget_within(const RedisBudget *outer, long ms,
-									   const char *limit);
-extern long redis_budget_remaining(const RedisBudget *budget);
-extern bool redis_pause_before_retry(const RedisBudget *budget, int pause_ms);
 
 extern bool redis_io_connect(RedisSocket *s, const char *host, int port,
 							 size_t max_bytes, const RedisBudget *budget,

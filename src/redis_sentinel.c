@@ -89,6 +89,7 @@ typedef enum SentinelOutcome
 	SENTINEL_UNKNOWN_MASTER,	/* nil: it does not monitor that name */
 	SENTINEL_AUTH_REFUSED,		/* AUTH refused, or NOAUTH */
 	SENTINEL_UNREACHABLE,		/* connect failed, lost, or timed out */
+	SENTINEL_TLS_FAILED,		/* TLS handshake or verification failed */
 	SENTINEL_REFUSED,			/* an error reply */
 	SENTINEL_BAD_REPLY			/* no RESP, too large, or not an answer */
 } SentinelOutcome;
@@ -98,6 +99,7 @@ typedef struct SentinelTally
 {
 	bool		unknown;		/* one did not know the master name */
 	bool		refused;		/* one refused the password */
+	bool		tls;			/* TLS with one failed */
 	bool		bad_reply;		/* one answered what no Sentinel would */
 	StringInfoData detail;		/* "host:port what it said; ..." */
 } SentinelTally;
@@ -273,7 +275,8 @@ sentinel_converse(const RedisHostPort *addr, const char *password,
 						  SENTINEL_MAX_REPLY_BYTES, &step, &err))
 	{
 		*why = err.reason;
-		return SENTINEL_UNREACHABLE;
+		return err.sqlstate == ERRCODE_FENCING_REDIS_TLS ?
+			SENTINEL_TLS_FAILED : SENTINEL_UNREACHABLE;
 	}
 	step = redis_budget_within(budget, redis_command_timeout,
 							   "fencing.redis_command_timeout");
@@ -287,7 +290,8 @@ sentinel_converse(const RedisHostPort *addr, const char *password,
 		if (err.sqlstate != ERRCODE_FENCING_REDIS_PROTOCOL)
 		{
 			*why = err.reason;
-			return SENTINEL_UNREACHABLE;
+			return err.sqlstate == ERRCODE_FENCING_REDIS_TLS ?
+				SENTINEL_TLS_FAILED : SENTINEL_UNREACHABLE;
 		}
 		*why = err.detail ? psprintf("%s: %s", err.reason, err.detail) : err.reason;
 		return SENTINEL_BAD_REPLY;
@@ -412,6 +416,9 @@ sentinel_ask_all(const char *password, const RedisBudget *budget, int *port,
 			case SENTINEL_BAD_REPLY:
 				tally->bad_reply = true;
 				break;
+			case SENTINEL_TLS_FAILED:
+				tally->tls = true;
+				break;
 			case SENTINEL_UNREACHABLE:
 			case SENTINEL_REFUSED:
 				break;
@@ -429,7 +436,8 @@ sentinel_ask_all(const char *password, const RedisBudget *budget, int *port,
  *
  * Asks the Sentinels in turn until one names it, within the budget.  When
  * none does, the error says why, per Sentinel: a name no Sentinel knows
- * or a refused password is the configuration's fault (TF104), an answer
+ * or a refused password is the configuration's fault (TF104), TLS that
+ * fails with a Sentinel too (TF107), an answer
  * no Sentinel would give (no RESP, too large, an address fencing refuses)
  * is TF105, Sentinels that cannot be reached are not at fault (TF101).
  */
@@ -484,6 +492,12 @@ sentinel_resolve(const RedisBudget *budget, int *port, RedisError *err)
 								 redis_sentinel_master),
 						tally->detail.data,
 						pstrdup("Check fencing.redis_sentinel_username and the password in fencing.redis_sentinel_password_file."));
+	else if (tally->tls)
+		redis_error_set(err, ERRCODE_FENCING_REDIS_TLS,
+						psprintf("could not get the address of master \"%s\" from any Redis Sentinel",
+								 redis_sentinel_master),
+						tally->detail.data,
+						pstrdup("TLS with a Sentinel failed: check fencing.redis_tls and its files."));
 	else if (tally->bad_reply)
 		redis_error_set(err, ERRCODE_FENCING_REDIS_PROTOCOL,
 						psprintf("could not get the address of master \"%s\" from any Redis Sentinel",

@@ -2,7 +2,8 @@
  *
  * redis_settings.c
  *	  Every setting of the Redis client: definitions, check hooks, the
- *	  show hook that masks the password; and the password files.
+ *	  show hook that masks the password (the password files are read by
+ *	  redis_secret_file.c).
  *
  * They exist whether or not the module was built with hiredis, so that
  * one postgresql.conf serves both builds; the client reads them when it
@@ -19,13 +20,11 @@
 
 #include <ctype.h>
 #include <limits.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "fencing_errcodes.h"
 #include "redis_hostport.h"
 #include "redis_settings.h"
-#include "storage/fd.h"
 #include "utils/guc.h"
 
 /* Bounds of the settings. */
@@ -57,6 +56,21 @@ char	   *redis_sentinel_username = NULL;
 char	   *redis_sentinel_password_file = NULL;
 char	   *redis_cluster_nodes = NULL;
 bool		redis_discovered_host_names = false;
+int			redis_tls = REDIS_TLS_DISABLE;
+char	   *redis_tls_ca_file = NULL;
+char	   *redis_tls_cert_file = NULL;
+char	   *redis_tls_key_file = NULL;
+char	   *redis_tls_server_name = NULL;
+
+static const struct config_enum_entry redis_tls_options[] = {
+	{"disable", REDIS_TLS_DISABLE, false},
+	{"require", REDIS_TLS_REQUIRE, false},
+	{"verify-ca", REDIS_TLS_VERIFY_CA, false},
+	{"verify-full", REDIS_TLS_VERIFY_FULL, false},
+	{NULL, 0, false}
+};
+
+static void redis_tls_settings_init(void);
 
 /* See redis_settings.h. */
 uint64		redis_settings_generation = 0;
@@ -196,6 +210,23 @@ check_redis_password_file(char **newval, void **extra, GucSource source)
 		}
 	}
 	return true;
+}
+
+/*
+ * check_redis_tls_server_name
+ *		Empty (the host connected to), or a host name or IP address.
+ */
+static bool
+check_redis_tls_server_name(char **newval, void **extra, GucSource source)
+{
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	if ((*newval)[0] == '/')
+	{
+		GUC_check_errdetail("A TLS server name is a host name or an IP address.");
+		return false;
+	}
+	return check_redis_host(newval, extra, source);
 }
 
 /*
@@ -391,6 +422,62 @@ redis_settings_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	redis_tls_settings_init();
+}
+
+/*
+ * redis_tls_settings_init
+ *		The TLS settings, for every connection a backend opens: servers,
+ *		Sentinels, Cluster nodes and the Sentinel watch alike.
+ */
+static void
+redis_tls_settings_init(void)
+{
+	DefineCustomEnumVariable("fencing.redis_tls",
+							 "Whether and how connections to Redis use TLS.",
+							 "disable, require (encrypt; verify the chain only if fencing.redis_tls_ca_file is set), verify-ca (the chain) or verify-full (the chain and the server's name), as libpq's sslmode.  Applies to the server, the Sentinels and the Cluster nodes alike; not to a Unix socket.",
+							 &redis_tls,
+							 REDIS_TLS_DISABLE, redis_tls_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, redis_settings_changed_int, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_ca_file",
+							   "File of the certificate authorities that sign the Redis servers' certificates (PEM).",
+							   "Empty means OpenSSL's default trust store for verify-ca and verify-full, and no verification for require.",
+							   &redis_tls_ca_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_cert_file",
+							   "File of the client certificate to present to Redis (PEM), for tls-auth-clients.",
+							   "May hold the chain after the certificate.  Requires fencing.redis_tls_key_file.  Empty means none.",
+							   &redis_tls_cert_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_key_file",
+							   "File of the private key of fencing.redis_tls_cert_file (PEM, not encrypted).",
+							   "Must be readable only by the server's operating system user (mode 0600 or stricter).  Empty means none.",
+							   &redis_tls_key_file,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_password_file, redis_settings_changed_str, NULL);
+
+	DefineCustomStringVariable("fencing.redis_tls_server_name",
+							   "Name verified in the Redis servers' certificates (verify-full) and sent as SNI.",
+							   "Empty means the host connected to.  An IP address is matched against the certificate's IP address subjectAltNames and not sent as SNI.",
+							   &redis_tls_server_name,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_redis_tls_server_name, redis_settings_changed_str, NULL);
 }
 
 /* Whether the primary is to be asked of Sentinels. */
@@ -406,103 +493,3 @@ redis_cluster_enabled(void)
 {
 	return redis_cluster_nodes != NULL && redis_cluster_nodes[0] != '\0';
 }
-
-#ifdef USE_HIREDIS
-
-/*
- * redis_read_password_file
- *		The password in a password file (fencing.redis_password_file,
- *		fencing.redis_sentinel_password_file): its first line; false if the
- *		file is unusable, described in *err.
- *
- * Like libpq's .pgpass, the file must not be readable by anyone but the
- * server's operating system user; unlike libpq, a file that is too open is
- * an error, not a warning, since it guards a shared service.
- */
-bool
-redis_read_password_file(const char *path, char **password, RedisError *err)
-{
-	struct stat st;
-	FILE	   *file;
-	char	   *buf;
-	size_t		len;
-	int			save_errno;
-
-	err->sent = false;
-	err->reason = "its password file cannot be used";
-	if (stat(path, &st) != 0)
-	{
-		save_errno = errno;
-		return redis_error_set(err, redis_errno_sqlstate(save_errno),
-							   psprintf("could not stat Redis password file \"%s\": %s",
-										path, strerror(save_errno)),
-							   NULL, NULL);
-	}
-	if (!S_ISREG(st.st_mode))
-		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
-							   psprintf("Redis password file \"%s\" is not a regular file",
-										path),
-							   NULL, NULL);
-	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
-							   psprintf("Redis password file \"%s\" has group or world access",
-										path),
-							   pstrdup("Permissions should be u=rw (0600) or less."),
-							   NULL);
-
-	file = AllocateFile(path, "r");
-	if (file == NULL)
-	{
-		save_errno = errno;
-		return redis_error_set(err, redis_errno_sqlstate(save_errno),
-							   psprintf("could not open Redis password file \"%s\": %s",
-										path, strerror(save_errno)),
-							   NULL, NULL);
-	}
-	buf = palloc0(REDIS_MAX_PASSWORD_LEN + 2);
-	if (fgets(buf, REDIS_MAX_PASSWORD_LEN + 2, file) == NULL)
-		buf[0] = '\0';
-	save_errno = errno;
-	if (ferror(file))
-	{
-		FreeFile(file);
-		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
-		return redis_error_set(err, redis_errno_sqlstate(save_errno),
-							   psprintf("could not read Redis password file \"%s\": %s",
-										path, strerror(save_errno)),
-							   NULL, NULL);
-	}
-	FreeFile(file);
-
-	len = strlen(buf);
-	if (len > REDIS_MAX_PASSWORD_LEN)
-	{
-		explicit_bzero(buf, REDIS_MAX_PASSWORD_LEN + 2);
-		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
-							   psprintf("Redis password in file \"%s\" is too long", path),
-							   psprintf("A Redis password can be at most %d bytes long.",
-										REDIS_MAX_PASSWORD_LEN),
-							   NULL);
-	}
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-		buf[--len] = '\0';
-	if (len == 0)
-		return redis_error_set(err, ERRCODE_CONFIG_FILE_ERROR,
-							   psprintf("Redis password file \"%s\" is empty", path),
-							   NULL, NULL);
-	*password = buf;
-	return true;
-}
-
-/* Wipe and free a password (NULL: none). */
-void
-redis_forget_password(char *password)
-{
-	if (password != NULL)
-	{
-		explicit_bzero(password, strlen(password));
-		pfree(password);
-	}
-}
-
-#endif							/* USE_HIREDIS */

@@ -2,7 +2,8 @@
  *
  * redis_settings.h
  *	  Every setting of the Redis client (fencing.redis_host and the rest,
- *	  the Sentinel and Cluster modes' too), and the password files.
+ *	  the Sentinel, Cluster and TLS ones too), and the files that hold
+ *	  secrets.
  *
  * IDENTIFICATION
  *	  src/redis_settings.h
@@ -35,6 +36,21 @@ extern char *redis_sentinel_password_file;
 extern char *redis_cluster_nodes;
 extern bool redis_discovered_host_names;
 
+/* fencing.redis_tls: libpq's sslmode words, the ones that always use TLS. */
+typedef enum RedisTlsMode
+{
+	REDIS_TLS_DISABLE,
+	REDIS_TLS_REQUIRE,
+	REDIS_TLS_VERIFY_CA,
+	REDIS_TLS_VERIFY_FULL
+} RedisTlsMode;
+
+extern int	redis_tls;
+extern char *redis_tls_ca_file;
+extern char *redis_tls_cert_file;
+extern char *redis_tls_key_file;
+extern char *redis_tls_server_name;
+
 /*
  * Bumped whenever a setting that names the server or the credentials
  * changes; a connection made under an older generation is replaced.
@@ -51,6 +67,8 @@ extern bool redis_cluster_enabled(void);
 #ifdef USE_HIREDIS
 #include "redis_error.h"
 
+extern bool redis_check_private_file(const char *path, const char *what,
+									 RedisError *err);
 extern bool redis_read_password_file(const char *path, char **password,
 									 RedisError *err);
 extern void redis_forget_password(char *password);

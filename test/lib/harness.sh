@@ -30,7 +30,7 @@ harness_install_deps() {
 	local major pkgs=() p
 	major=$("$PG_CONFIG" --version | sed 's/^[^0-9]*\([0-9]*\).*/\1/')
 	for p in "postgresql-server-dev-$major" "postgresql-client-$major" \
-		libhiredis-dev redis-server clang "clang-$(harness_clang_major)" \
+		libhiredis-dev libssl-dev openssl redis-server clang "clang-$(harness_clang_major)" \
 		libclang-rt-dev libipc-run-perl python3-psycopg2 "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || pkgs+=("$p")
 	done

@@ -11,6 +11,11 @@
 # whatever the exit path.  Failure detection is fast (down-after-milliseconds
 # and cluster-node-timeout of 1 s) so that failovers take a few seconds.
 # Each suite starts its topology once, for all its tests.
+#
+# With TOPOLOGY_TLS set to a directory of certificates (topology_tls_certs),
+# every node and Sentinel speaks TLS only, on every port (port 0, tls-port,
+# tls-replication and tls-cluster yes, clients' certificates required), as
+# deployments that use TLS run it; tcli and scli speak TLS to them.
 
 TOPOLOGY_NODE_TIMEOUT=1000		# ms: down-after-milliseconds, cluster-node-timeout
 SENTINEL_MASTER=fencingmaster	# the name the Sentinels know the primary by
@@ -23,6 +28,55 @@ SENTINEL_PASSWORD=sentinel-secret-7	# requirepass of every Sentinel
 SENTINEL_USER=${SENTINEL_USER:-}
 
 declare -A NODE_PID NODE_ARGS
+TOPOLOGY_TLS=${TOPOLOGY_TLS:-}
+
+# topology_tls_certs DIR: make, with openssl, a CA (ca.crt), a server
+# certificate for 127.0.0.1 (server.crt: subjectAltName IP:127.0.0.1), one
+# for a name only (name.crt: DNS:redis.test), a client certificate
+# (client.crt), all signed by the CA, and a second CA that signed none of
+# them (ca2.crt).  Keys are NAME.key, mode 0600, owned by the cluster's OS
+# user.
+topology_tls_certs() {
+	local d=$1 n
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=fencing-test-ca \
+		-keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null || return 1
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=fencing-other-ca \
+		-keyout "$d/ca2.key" -out "$d/ca2.crt" 2>/dev/null || return 1
+	for n in server:IP:127.0.0.1 name:DNS:redis.test client:; do
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=${n%%:*}" \
+			-keyout "$d/${n%%:*}.key" -out "$d/${n%%:*}.csr" 2>/dev/null || return 1
+		if [ -n "${n#*:}" ]; then printf 'subjectAltName=%s\n' "${n#*:}"; else
+			printf 'extendedKeyUsage=clientAuth\n'; fi >"$d/${n%%:*}.ext"
+		openssl x509 -req -in "$d/${n%%:*}.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
+			-CAcreateserial -days 2 -extfile "$d/${n%%:*}.ext" -out "$d/${n%%:*}.crt" 2>/dev/null || return 1
+	done
+	chmod 644 "$d"/*.crt
+	chmod 600 "$d"/*.key
+	if [ "$(id -u)" -eq 0 ]; then chown postgres: "$d"/*.key "$d"/*.crt; fi
+}
+
+# topology_tls_args: the TLS options of a node or Sentinel.
+topology_tls_args() {
+	[ -n "$TOPOLOGY_TLS" ] || return 0
+	printf '%s ' --tls-cert-file "$TOPOLOGY_TLS/server.crt" --tls-key-file "$TOPOLOGY_TLS/server.key" \
+		--tls-ca-cert-file "$TOPOLOGY_TLS/ca.crt" --tls-replication yes --tls-cluster yes
+}
+
+# tcli ARGS...: redis-cli, over TLS with the client certificate when the
+# topology uses TLS.
+tcli() {
+	if [ -n "$TOPOLOGY_TLS" ]; then
+		redis-cli --tls --cacert "$TOPOLOGY_TLS/ca.crt" --cert "$TOPOLOGY_TLS/client.crt" \
+			--key "$TOPOLOGY_TLS/client.key" "$@"
+	else
+		redis-cli "$@"
+	fi
+}
+
+# topology_port_args PORT: where a node or Sentinel listens.
+topology_port_args() {
+	if [ -n "$TOPOLOGY_TLS" ]; then echo "--port 0 --tls-port $1 $(topology_tls_args)"; else echo "--port $1"; fi
+}
 
 # topology_node PORT ARGS...: start one redis-server on PORT with the common
 # settings plus ARGS, remembering both so that topology_node_restart can
@@ -37,14 +91,15 @@ topology_node() {
 topology_node_launch() {
 	local port=$1
 	# shellcheck disable=SC2086 # the arguments were split when saved
-	redis-server --bind 127.0.0.1 --port "$port" --dir "$TOPOLOGY_DIR" \
+	# shellcheck disable=SC2046 # options, split on purpose
+	redis-server --bind 127.0.0.1 $(topology_port_args "$port") --dir "$TOPOLOGY_DIR" \
 		--dbfilename "dump-$port.rdb" --save '' --appendonly no \
 		--daemonize no --logfile "$TOPOLOGY_DIR/redis-$port.log" ${NODE_ARGS[$port]} &
 	NODE_PID[$port]=$!
 	HARNESS_PIDS+=("$!")
 	disown "$!"			# a node killed on purpose is not reported as "Killed"
 	for _ in $(seq 200); do
-		redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+		tcli -p "$port" ping >/dev/null 2>&1 && return 0
 		sleep 0.05
 	done
 	cat "$TOPOLOGY_DIR/redis-$port.log" >&2
@@ -85,7 +140,7 @@ topology_ports() {
 scli() {
 	local port=$1
 	shift
-	REDISCLI_AUTH=$SENTINEL_PASSWORD redis-cli -p "$port" ${SENTINEL_USER:+--user "$SENTINEL_USER"} "$@" 2>/dev/null
+	REDISCLI_AUTH=$SENTINEL_PASSWORD tcli -p "$port" ${SENTINEL_USER:+--user "$SENTINEL_USER"} "$@" 2>/dev/null
 }
 
 # topology_start_sentinel: sets SENTINEL_PORTS (three), DATA_PORTS (the
@@ -111,7 +166,7 @@ topology_start_sentinel() {
 		# Sentinel rewrites its configuration file: it must be writable
 		cat >"$TOPOLOGY_DIR/sentinel-$p.conf" <<EOF
 bind 127.0.0.1
-port $p
+$(topology_port_args "$p" | sed 's/ --/\n/g; s/^--//')
 daemonize no
 logfile $TOPOLOGY_DIR/sentinel-$p.log
 dir $TOPOLOGY_DIR
@@ -124,6 +179,7 @@ EOF
 		redis-sentinel "$TOPOLOGY_DIR/sentinel-$p.conf" &
 		NODE_PID[$p]=$!
 		HARNESS_PIDS+=("$!")
+		disown "$!"		# one killed on purpose is not reported as "Killed"
 		SENTINEL_LIST="${SENTINEL_LIST:+$SENTINEL_LIST,}127.0.0.1:$p"
 	done
 
@@ -167,7 +223,7 @@ topology_sentinel_settled() {
 			fi
 		done
 		if [ "$ok" = 1 ] && [ -n "$first" ] &&
-			[ "$(redis-cli -p "${first#*:}" INFO replication | tr -d '\r' |
+			[ "$(tcli -p "${first#*:}" INFO replication | tr -d '\r' |
 				grep -c '^slave[0-9]*:.*state=online')" = 2 ]; then
 			SENTINEL_PRIMARY=${first%:}
 			SENTINEL_PRIMARY=${SENTINEL_PRIMARY#*:}
@@ -195,7 +251,7 @@ topology_wait_new_primary() {
 			np=$(scli "$p" SENTINEL get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p)
 			[ -n "$np" ] && [ "$np" != "$old" ] || { np=; break; }
 		done
-		if [ -n "$np" ] && redis-cli -p "$np" ROLE 2>/dev/null | head -1 | grep -q '^master$'; then
+		if [ -n "$np" ] && tcli -p "$np" ROLE 2>/dev/null | head -1 | grep -q '^master$'; then
 			SENTINEL_PRIMARY=$np
 			return 0
 		fi
@@ -220,7 +276,7 @@ topology_start_cluster() {
 			--repl-diskless-sync yes --repl-diskless-sync-delay 0 || return 1
 		addrs+=("127.0.0.1:$p")
 	done
-	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+	tcli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
 		>"$TOPOLOGY_DIR/cluster-create.log" 2>&1 ||
 		{ cat "$TOPOLOGY_DIR/cluster-create.log" >&2; return 1; }
 	CLUSTER_SEEDS=$(IFS=,; echo "${addrs[*]:0:3}")
@@ -235,8 +291,8 @@ topology_cluster_settled() {
 		ok=1
 		for p in "${CLUSTER_PORTS[@]}"; do
 			kill -0 "${NODE_PID[$p]}" 2>/dev/null || continue
-			redis-cli -p "$p" CLUSTER INFO 2>/dev/null | grep -q '^cluster_state:ok' || { ok=0; break; }
-			[ "$(redis-cli -p "$p" CLUSTER NODES 2>/dev/null |
+			tcli -p "$p" CLUSTER INFO 2>/dev/null | grep -q '^cluster_state:ok' || { ok=0; break; }
+			[ "$(tcli -p "$p" CLUSTER NODES 2>/dev/null |
 				awk '$3 ~ /master/ && $3 !~ /fail/ && $9 != "" {n++} END {print n + 0}')" = 3 ] ||
 				{ ok=0; break; }
 		done
@@ -251,9 +307,9 @@ topology_cluster_settled() {
 topology_cluster_node_of() {
 	local slot p
 	for p in "${CLUSTER_PORTS[@]}"; do
-		slot=$(redis-cli -p "$p" CLUSTER KEYSLOT "$1" 2>/dev/null) && break
+		slot=$(tcli -p "$p" CLUSTER KEYSLOT "$1" 2>/dev/null) && break
 	done
-	redis-cli -p "$p" CLUSTER NODES | awk -v s="$slot" '
+	tcli -p "$p" CLUSTER NODES | awk -v s="$slot" '
 		$3 ~ /master/ && $3 !~ /fail/ {
 			for (i = 9; i <= NF; i++) {
 				n = split($i, r, "-")
