@@ -18,7 +18,7 @@ OBJS = \
 	src/extension.o \
 	src/fence_guard.o \
 	src/fence_token.o \
-	src/fenced_lock.o \
+	src/fenced_settings.o \
 	src/fencing.o \
 	src/guard_config.o \
 	src/marks.o \
@@ -73,9 +73,14 @@ endif
 HASH := \#
 HIREDIS_FOUND := $(shell printf '$(HASH)include <hiredis/hiredis.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1 || echo 0)
 WITH_HIREDIS ?= $(HIREDIS_FOUND)
+# The lease layer needs hiredis; without it, the SQL functions of
+# fenced_lock_nohiredis.c say so.
 ifeq ($(WITH_HIREDIS),1)
 PG_CPPFLAGS += -DUSE_HIREDIS
 SHLIB_LINK += -lhiredis
+OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/lease_release.o src/lease_table.o
+else
+OBJS += src/fenced_lock_nohiredis.o
 endif
 
 EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)
