@@ -22,6 +22,9 @@
  * passes the resource's newest high-water mark (committed or in progress,
  * never a snapshot's) to the script, which raises the counter past it,
  * under the lock, before issuing the token; a WARNING says it happened.
+ * The repaired token adds the Redis clock, so that a second repair from
+ * the same mark never issues the first one's token again
+ * (FENCED_REPAIR_GAP).
  *
  * IDENTIFICATION
  *	  src/fenced_attempt.c
@@ -43,30 +46,24 @@
 #include "stats.h"
 
 /*
- * How far past the high-water mark a counter that went backwards is set.
- * The lost counter may have handed out tokens above the mark whose holders
- * have not written yet; issuing one of them again would give two holders
- * the same token, both accepted.  A gap of a second of clock-made tokens
- * keeps the new token above those issued in the second before the mark's
- * was written, or since; gaps in tokens cost nothing.
+ * How far past the high-water mark a counter that went backwards is set,
+ * before the Redis clock is added: a repaired token is mark + gap + T, T
+ * being the Redis server's clock in microseconds (README, "Tokens after
+ * repeated losses").
+ *
+ * The gap keeps it above the tokens that the lost counter handed out above
+ * the mark to holders that have not written yet (a second's worth of
+ * clock-made tokens).  T orders two repairs from the same mark.  The mark
+ * is the only record of a repaired token that survives Redis losing the
+ * counter again, and an acquisition may leave none: its transaction
+ * aborted, the raise at acquisition was off, or the raise was skipped for
+ * a lock extended long after.  With mark + gap alone, the second repair
+ * would issue the first one's token again; with T it is above the first
+ * and above the tokens counted on from it, under the assumption the clock
+ * rule makes already (the clock is not stepped back, and no resource gets
+ * more than one token per microsecond).
  */
 #define FENCED_REPAIR_GAP			1000000
-
-/*
- * How long a token counter key outlives the lock it was last issued with,
- * in ms.  Past that, the next token comes from the Redis clock, which has
- * then passed the last token issued (unless tokens were issued faster
- * than one per microsecond for that long), so the key is disposable and
- * Redis no longer keeps one per resource ever locked.
- */
-#define FENCED_COUNTER_LINGER		60000
-
-/*
- * Token counter keys under this prefix are fencing's own.  Any other
- * template (the classic "fence:<resource>") may name a key that other
- * clients INCR, expecting it to last: it never expires.
- */
-#define FENCED_OWN_KEY_PREFIX		"fencing:"
 
 /* Whether the current attempt has been handed to Redis. */
 static bool attempt_sent = false;
@@ -159,10 +156,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 							   mark : mark + FENCED_REPAIR_GAP, repaired);
 	}
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
-	if (strncmp(fencing_redis_token_key, FENCED_OWN_KEY_PREFIX,
-				strlen(FENCED_OWN_KEY_PREFIX)) == 0)
-		snprintf(counter_ttl, sizeof(counter_ttl), INT64_FORMAT,
-				 (int64) ttl_ms + FENCED_COUNTER_LINGER);
+	(void) fenced_counter_lifetime(ttl_ms, counter_ttl, sizeof(counter_ttl));
 
 	keys[0] = lock_key;
 	keys[1] = token_key;
@@ -208,7 +202,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 		ereport(WARNING,
 				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
 						resource, would_text, floor),
-				 errdetail("The counter was raised %d past the mark, beyond any token it may have handed out before it went back, and token %s issued instead.",
+				 errdetail("The counter was set to the mark plus %d plus the Redis clock, above any token it may have handed out before it went back and any token repaired before, and token %s issued instead.",
 						   FENCED_REPAIR_GAP, issued),
 				 errhint("Redis lost writes or its clock is behind the clock that issued the mark's token; check its persistence, replication and clock.")));
 	}

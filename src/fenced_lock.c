@@ -48,6 +48,7 @@ PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
 
 static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
+static RedisScript extend_counter_script = {"fencing counter extend script", FENCED_EXTEND_COUNTER_LUA, ""};
 
 /*
  * fenced_acquire_common
@@ -104,7 +105,9 @@ fenced_acquire_xact(PG_FUNCTION_ARGS)
  *
  * Make this session's lock on resource expire ttl from now (NULL:
  * fencing.default_ttl).  True if it was still ours; false if it was lost,
- * and then the lease ends and its token is no longer declared.
+ * and then the lease ends and its token is no longer declared.  The token
+ * counter is extended first, on its own (fenced_counter_lifetime), so that
+ * a failure leaves the lock as it was.
  */
 Datum
 fenced_extend(PG_FUNCTION_ARGS)
@@ -113,14 +116,24 @@ fenced_extend(PG_FUNCTION_ARGS)
 	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
 	Lease	   *lease = lease_lookup(resource);
 	char	   *lock_key;
+	char	   *token_key;
 	char		ttl[12];
+	char		lifetime[24];
 	const char *args[2];
 	RedisValue *reply;
 
 	if (lease == NULL || !lease->held)
 		PG_RETURN_BOOL(false);
 
-	lock_key = fenced_keys(resource, NULL);
+	lock_key = fenced_keys(resource, &token_key);
+	if (fenced_counter_lifetime(ttl_ms, lifetime, sizeof(lifetime)))
+	{
+		args[0] = lifetime;
+		reply = redis_eval(&extend_counter_script, 1,
+						   (const char **) &token_key, 1, args);
+		if (reply->type != REDIS_VALUE_INTEGER)
+			redis_unexpected(extend_counter_script.name, "an integer", reply);
+	}
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
 	args[0] = lease->owner;
 	args[1] = ttl;

@@ -38,6 +38,23 @@
 #define FENCED_MAX_KEY_TEMPLATE		1024
 #define FENCED_KEY_PLACEHOLDER		"<resource>"
 
+/*
+ * How long a token counter key outlives the lock it was last issued or
+ * extended with, in ms.  Past that, the next token comes from the Redis
+ * clock, which has then passed the last token issued (unless tokens were
+ * issued faster than one per microsecond for that long), or from a repair
+ * that is above it (fenced_attempt.c), so the key is disposable and Redis
+ * no longer keeps one per resource ever locked.
+ */
+#define FENCED_COUNTER_LINGER		60000
+
+/*
+ * Token counter keys under this prefix are fencing's own.  Any other
+ * template (the classic "fence:<resource>") may name a key that other
+ * clients INCR, expecting it to last: it never expires.
+ */
+#define FENCED_OWN_KEY_PREFIX		"fencing:"
+
 /* Settings. */
 char	   *fencing_redis_lock_key = NULL;
 char	   *fencing_redis_token_key = NULL;
@@ -265,3 +282,21 @@ fenced_keys(const char *resource, char **token_key)
 	return lock_key;
 }
 
+/*
+ * fenced_counter_lifetime
+ *		Into buf, the lifetime in ms of a token counter key issued or
+ *		extended with a lock of ttl_ms; false, and buf empty, for a key that
+ *		must never expire.  The lock and its counter expire together, the
+ *		counter later: extending a lock extends its counter too, so that a
+ *		lock held longer than ttl + FENCED_COUNTER_LINGER never outlives it.
+ */
+bool
+fenced_counter_lifetime(int ttl_ms, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (strncmp(fencing_redis_token_key, FENCED_OWN_KEY_PREFIX,
+				strlen(FENCED_OWN_KEY_PREFIX)) != 0)
+		return false;
+	snprintf(buf, len, INT64_FORMAT, (int64) ttl_ms + FENCED_COUNTER_LINGER);
+	return true;
+}

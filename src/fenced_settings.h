@@ -24,5 +24,6 @@ extern char *fenced_resource_arg(FunctionCallInfo fcinfo);
 extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);
 extern char *fenced_keys(const char *resource, char **token_key);
+extern bool fenced_counter_lifetime(int ttl_ms, char *buf, size_t len);
 
 #endif							/* FENCED_SETTINGS_H */
