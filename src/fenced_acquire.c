@@ -215,6 +215,11 @@ fenced_raise_mark(const char *resource, const char *lock_key,
  * fenced_take
  *		Attempt to take the lock on resource under owner until it is taken
  *		or the deadline has passed; true with *token set if it was taken.
+ *
+ * Each attempt runs in a memory context of its own, emptied before the
+ * next: the longest wait allowed makes millions of attempts, and what one
+ * allocates (the mark read, the arguments, the reply) is of no use after
+ * it.
  */
 static bool
 fenced_take(const char *resource, const char *lock_key, const char *token_key,
@@ -222,20 +227,27 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 			TimestampTz deadline, FenceToken *token)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext attempt_cxt;
 	volatile bool taken = false;
 
+	attempt_cxt = AllocSetContextCreate(cxt, "fencing attempt",
+										ALLOCSET_SMALL_SIZES);
 	fenced_attempt_start();
 	PG_TRY();
 	{
 		long long	pttl;
 		int			step = FENCED_BACKOFF_MIN;
 
-		while (!(taken = fenced_try_acquire(resource, lock_key, token_key,
-											owner, ttl_ms, lease, token,
-											&pttl)))
+		MemoryContextSwitchTo(attempt_cxt);
+		for (;;)
 		{
 			long		remaining;
 
+			taken = fenced_try_acquire(resource, lock_key, token_key, owner,
+									   ttl_ms, lease, token, &pttl);
+			MemoryContextReset(attempt_cxt);
+			if (taken)
+				break;
 			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 														deadline);
 			if (remaining <= 0)
@@ -246,8 +258,7 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 	}
 	PG_CATCH();
 	{
-		MemoryContext ecxt = MemoryContextSwitchTo(cxt);
-		ErrorData  *edata = CopyErrorData();
+		ErrorData  *edata;
 
 		/*
 		 * An attempt that may have reached Redis may have taken the lock:
@@ -255,15 +266,20 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 		 * resource to take over, or for the transaction's end to give
 		 * back.  Nothing is kept for one that did not.
 		 */
-		MemoryContextSwitchTo(ecxt);
+		MemoryContextSwitchTo(cxt);
+		MemoryContextDelete(attempt_cxt);
+		edata = CopyErrorData();
 		if (fenced_attempt_may_have_run(edata))
 			lease_remember_unknown(resource, owner, ttl_ms, xact);
 		FreeErrorData(edata);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	MemoryContextDelete(attempt_cxt);
 	return taken;
 }
+
 /*
  * The raise at acquisition writes the marks table, which a read-only
  * transaction or a standby cannot: refuse there, before Redis is asked for

@@ -97,11 +97,16 @@ release_batch_add(ReleaseBatch *batch, const char *resource, int nowners,
 	MemoryContextSwitchTo(old);
 }
 
-/* Add the release of everything the session may hold of an entry. */
+/*
+ * Add the release of everything the session may hold of an entry, with
+ * the transaction's unknown owners of the same resource, taken out of
+ * xact_unknown: one release per resource, and one resource in a WARNING.
+ */
 static void
 release_batch_add_lease(ReleaseBatch *batch, Lease *lease)
 {
-	const char *owners[1 + FENCED_MAX_UNKNOWN_OWNERS];
+	const char *owners[1 + 2 * FENCED_MAX_UNKNOWN_OWNERS];
+	XactUnknown *x = NULL;
 	int			n = 0;
 	int			i;
 
@@ -109,8 +114,14 @@ release_batch_add_lease(ReleaseBatch *batch, Lease *lease)
 		owners[n++] = lease->owner;
 	for (i = 0; i < lease->nunknown; i++)
 		owners[n++] = lease->unknown[i];
+	if (xact_unknown != NULL)
+		x = resource_map_lookup(xact_unknown, lease->key.resource);
+	for (i = 0; x != NULL && i < x->nunknown; i++)
+		owners[n++] = x->unknown[i];
 	if (n > 0)
 		release_batch_add(batch, lease->key.resource, n, owners);
+	if (x != NULL)
+		resource_map_remove(xact_unknown, lease->key.resource);
 }
 
 /*
@@ -171,17 +182,22 @@ release_batch_send(ReleaseBatch *batch)
 static void
 release_batch_add_xact_unknown(ReleaseBatch *batch)
 {
-	ListCell   *lc;
+	ResourceMapIterator iter;
+	XactUnknown *x;
 
-	foreach(lc, xact_unknown)
+	if (xact_unknown == NULL)
+		return;
+	resource_map_iterate(xact_unknown, &iter);
+	while ((x = resource_map_next(&iter)) != NULL)
 	{
-		XactOwner  *x = lfirst(lc);
-		const char *owner = x->owner;
+		const char *owners[FENCED_MAX_UNKNOWN_OWNERS];
+		int			i;
 
-		release_batch_add(batch, x->resource, 1, &owner);
+		for (i = 0; i < x->nunknown; i++)
+			owners[i] = x->unknown[i];
+		release_batch_add(batch, x->key.resource, x->nunknown, owners);
 	}
 }
-
 
 /*
  * fenced_lock_at_xact_end
@@ -196,7 +212,7 @@ fenced_lock_at_xact_end(bool commit)
 	ReleaseBatch batch;
 	ListCell   *lc;
 
-	if (xact_resources == NIL && xact_unknown == NIL &&
+	if (xact_resources == NIL && xact_unknown == NULL &&
 		(commit || xact_session_acquired == NIL))
 	{
 		xact_session_acquired = NIL;
@@ -281,7 +297,7 @@ fenced_lock_release_all(void)
 	ResourceMapIterator iter;
 	Lease	   *lease;
 
-	if (leases == NULL && xact_unknown == NIL)
+	if (leases == NULL && xact_unknown == NULL)
 		return;
 	release_batch_init(&batch);
 	if (leases != NULL)

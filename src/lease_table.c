@@ -18,7 +18,12 @@
  *
  * Owners of unknown-outcome attempts of a transaction lease are kept with
  * the transaction (xact_unknown) and given back when it ends, never kept
- * for the session's later calls, which may be another client's.
+ * for the session's later calls, which may be another client's.  They are
+ * bounded the same way, so that a transaction that retries a failing
+ * acquisition in a loop of EXCEPTION blocks keeps at most
+ * FENCED_MAX_UNKNOWN_OWNERS owners per resource, on at most
+ * FENCED_MAX_UNKNOWN_RESOURCES resources: beyond, an owner is not kept,
+ * and the lock its attempt may have taken ends at its ttl.
  *
  * IDENTIFICATION
  *	  src/lease_table.c
@@ -55,7 +60,7 @@ static int	leases_unknown = 0; /* entries with unknown owners */
 /* The transaction's lists live in xact_cxt, reset when it ends. */
 static MemoryContext xact_cxt = NULL;
 List	   *xact_resources = NIL;
-List	   *xact_unknown = NIL;
+ResourceMap *xact_unknown = NULL;
 List	   *xact_session_acquired = NIL;
 
 /* The entry of resource, made if need be. */
@@ -193,6 +198,17 @@ lease_unknown_add(Lease *lease, const char *owner, TimestampTz until)
 	strlcpy(lease->unknown[lease->nunknown++], owner, FENCED_OWNER_LEN);
 }
 
+/* The context of the transaction's part, made on first use. */
+static MemoryContext
+xact_context(void)
+{
+	if (xact_cxt == NULL)
+		xact_cxt = AllocSetContextCreate(TopMemoryContext,
+										 "fencing transaction leases",
+										 ALLOCSET_SMALL_SIZES);
+	return xact_cxt;
+}
+
 /* Append an owner on resource to a list of the transaction's. */
 static List *
 xact_owner_append(List *list, const char *resource, const char *owner)
@@ -200,11 +216,7 @@ xact_owner_append(List *list, const char *resource, const char *owner)
 	MemoryContext old;
 	XactOwner  *x;
 
-	if (xact_cxt == NULL)
-		xact_cxt = AllocSetContextCreate(TopMemoryContext,
-										 "fencing transaction leases",
-										 ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(xact_cxt);
+	old = MemoryContextSwitchTo(xact_context());
 	x = palloc(sizeof(XactOwner));
 	x->resource = pstrdup(resource);
 	strlcpy(x->owner, owner, FENCED_OWNER_LEN);
@@ -222,7 +234,31 @@ xact_owner_append(List *list, const char *resource, const char *owner)
 void
 xact_remember(const char *resource, const char *owner)
 {
-	xact_unknown = xact_owner_append(xact_unknown, resource, owner);
+	XactUnknown *x;
+	bool		found;
+	int			i;
+
+	if (xact_unknown == NULL)
+		xact_unknown = resource_map_create("fencing transaction unknown owners",
+										   sizeof(XactUnknown), xact_context());
+	x = resource_map_lookup(xact_unknown, resource);
+	if (x == NULL)
+	{
+		if (resource_map_count(xact_unknown) >= FENCED_MAX_UNKNOWN_RESOURCES)
+			return;
+		x = resource_map_enter(xact_unknown, resource, &found);
+	}
+	for (i = 0; i < x->nunknown; i++)
+		if (strcmp(x->unknown[i], owner) == 0)
+			return;
+	if (x->nunknown == FENCED_MAX_UNKNOWN_OWNERS)
+	{
+		/* drop the oldest; its lock has most likely expired by now */
+		memmove(x->unknown[0], x->unknown[1],
+				sizeof(x->unknown[0]) * (FENCED_MAX_UNKNOWN_OWNERS - 1));
+		x->nunknown--;
+	}
+	strlcpy(x->unknown[x->nunknown++], owner, FENCED_OWNER_LEN);
 }
 
 /* Note a resource the transaction took a transaction lease on. */
@@ -231,11 +267,7 @@ xact_note_resource(const char *resource)
 {
 	MemoryContext old;
 
-	if (xact_cxt == NULL)
-		xact_cxt = AllocSetContextCreate(TopMemoryContext,
-										 "fencing transaction leases",
-										 ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(xact_cxt);
+	old = MemoryContextSwitchTo(xact_context());
 	xact_resources = lappend(xact_resources, pstrdup(resource));
 	MemoryContextSwitchTo(old);
 }
@@ -257,7 +289,7 @@ void
 xact_forget(void)
 {
 	xact_resources = NIL;
-	xact_unknown = NIL;
+	xact_unknown = NULL;		/* in xact_cxt */
 	xact_session_acquired = NIL;
 	if (xact_cxt != NULL)
 		MemoryContextReset(xact_cxt);

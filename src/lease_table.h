@@ -53,17 +53,29 @@ typedef struct XactOwner
 	char		owner[FENCED_OWNER_LEN];
 } XactOwner;
 
+/*
+ * The owners of the current transaction's unknown-outcome attempts on one
+ * resource, at most FENCED_MAX_UNKNOWN_OWNERS, the oldest going first.
+ */
+typedef struct XactUnknown
+{
+	ResourceMapKey key;
+	int			nunknown;
+	char		unknown[FENCED_MAX_UNKNOWN_OWNERS][FENCED_OWNER_LEN];
+} XactUnknown;
+
 /* The session's entries, NULL before the first. */
 extern ResourceMap *leases;
 
 /*
  * The current transaction's part, given back when it ends: the resources
  * it took transaction leases on (char *), the owners of its attempts whose
- * outcome is unknown (XactOwner *), and the session leases it acquired
- * with a raise of the mark (XactOwner *), given back if it aborts.
+ * outcome is unknown (XactUnknown, by resource; NULL when none), and the
+ * session leases it acquired with a raise of the mark (XactOwner *), given
+ * back if it aborts.
  */
 extern List *xact_resources;
-extern List *xact_unknown;
+extern ResourceMap *xact_unknown;
 extern List *xact_session_acquired;
 
 extern Lease *lease_enter(const char *resource);
