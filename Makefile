@@ -19,7 +19,7 @@ OBJS = \
 	src/extension.o \
 	src/fence_guard.o \
 	src/fence_token.o \
-	src/fenced_lock.o \
+	src/fenced_settings.o \
 	src/fencing.o \
 	src/guard_config.o \
 	src/marks.o \
@@ -80,6 +80,8 @@ endif
 HASH := \#
 HIREDIS_FOUND := $(shell printf '$(HASH)include <hiredis/hiredis.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1 || echo 0)
 WITH_HIREDIS ?= $(HIREDIS_FOUND)
+# The lease layer needs hiredis; without it, the SQL functions of
+# fenced_lock_nohiredis.c say so.
 ifeq ($(WITH_HIREDIS),1)
 ifneq ($(shell printf '$(HASH)include <openssl/ssl.h>\n' | $(CC) -E - >/dev/null 2>&1 && echo 1),1)
 $(error the Redis client needs OpenSSL's headers for TLS: install libssl-dev, or build with WITH_HIREDIS=0)
@@ -87,6 +89,9 @@ endif
 PG_CPPFLAGS += -DUSE_HIREDIS
 # TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
 SHLIB_LINK += -lhiredis -lssl -lcrypto
+OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/lease_release.o src/lease_table.o
+else
+OBJS += src/fenced_lock_nohiredis.o
 endif
 
 EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)

@@ -39,8 +39,9 @@
  *	KEYS[1] lock key, KEYS[2] token counter key
  *	ARGV[1] new owner, ARGV[2] ttl in ms,
  *	ARGV[3] floor: the database's newest high-water mark, or '' for none,
- *	ARGV[4] one below the token to issue when the rule's token is not above
- *		the floor,
+ *	ARGV[4] the floor plus the repair gap: the token to issue when the rule's
+ *		token is not above the floor is this plus the server's TIME in
+ *		microseconds,
  *	ARGV[5] lifetime of the counter key in ms, or '' to keep it forever,
  *	ARGV[6..] owners under which the caller may already hold the lock (an
  *		acquisition whose reply was lost, or a lease being re-acquired)
@@ -56,7 +57,10 @@
  * before, as long as that clock is not behind the one that issued them.
  * A counter that expired did so by the same clock, after its last token's
  * time.  When the rule's token is not above the floor anyway (a clock
- * behind), the token is ARGV[4] + 1, well above the floor (repaired = 1).
+ * behind), the token is ARGV[4] + TIME, well above the floor (repaired =
+ * 1); two such repairs from the same floor are ordered by the clock, as
+ * the rule's tokens are, even when the counter that held the first one
+ * was lost and nothing else recorded it.
  *
  * Arithmetic is on decimal strings: a counter may exceed 2^53, beyond
  * which Lua's numbers (doubles) are not exact.
@@ -91,6 +95,19 @@
 "  if i == 0 then return '1' .. string.rep('0', #a) end\n" \
 "  return string.sub(a, 1, i - 1) .. string.char(string.byte(a, i) + 1) .. string.rep('0', #a - i)\n" \
 "end\n" \
+"local function add(a, b)\n" \
+"  local r, carry, i, j = {}, 0, #a, #b\n" \
+"  while i > 0 or j > 0 or carry > 0 do\n" \
+"    local d = carry\n" \
+"    if i > 0 then d = d + string.byte(a, i) - 48 end\n" \
+"    if j > 0 then d = d + string.byte(b, j) - 48 end\n" \
+"    r[#r + 1] = string.char(48 + d % 10)\n" \
+"    carry = (d - d % 10) / 10\n" \
+"    i = i - 1\n" \
+"    j = j - 1\n" \
+"  end\n" \
+"  return string.reverse(table.concat(r))\n" \
+"end\n" \
 "local t = redis.call('TIME')\n" \
 "local token = succ(cur or '0')\n" \
 "local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]\n" \
@@ -98,7 +115,7 @@
 "local rule = token\n" \
 "local repaired = 0\n" \
 "if ARGV[3] ~= '' and not below(ARGV[3], token) then\n" \
-"  token = succ(ARGV[4])\n" \
+"  token = add(ARGV[4], now)\n" \
 "  repaired = 1\n" \
 "end\n" \
 "if below('9223372036854775807', token) then\n" \
@@ -123,6 +140,26 @@
 "-- fencing key layout v1: extend\n" \
 "if redis.call('GET', KEYS[1]) == ARGV[1] then\n" \
 "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" \
+"end\n" \
+"return 0\n"
+
+/*
+ * extend the counter
+ *	KEYS[1] token counter key; ARGV[1] its lifetime in ms
+ *
+ * Sent before the extend script, on its own: one key, so that it needs no
+ * other key in the same node during a slot migration.  A counter that
+ * expires sooner than ARGV[1] from now then expires ARGV[1] from now, so
+ * that a lock extended past its counter's lifetime never outlives it; a
+ * counter without expiry (shared with other clients) or none at all is
+ * left so.  Returns 1 when it set the expiry, 0 otherwise.  (PEXPIRE ...
+ * GT would do on Redis 7.0 and later only.)
+ */
+#define FENCED_EXTEND_COUNTER_LUA \
+"-- fencing key layout v1: extend the counter\n" \
+"local left = redis.call('PTTL', KEYS[1])\n" \
+"if left >= 0 and left < tonumber(ARGV[1]) then\n" \
+"  return redis.call('PEXPIRE', KEYS[1], ARGV[1])\n" \
 "end\n" \
 "return 0\n"
 

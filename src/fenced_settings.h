@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * fenced_settings.h
+ *	  The settings of the lease layer, the arguments its SQL functions
+ *	  share, and the Redis keys of a resource.
+ *
+ * IDENTIFICATION
+ *	  src/fenced_settings.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FENCED_SETTINGS_H
+#define FENCED_SETTINGS_H
+
+#include "fmgr.h"
+
+extern char *fencing_redis_lock_key;
+extern char *fencing_redis_token_key;
+extern int	fencing_redis_wait_replicas;
+extern int	fencing_redis_wait_timeout;
+extern bool fencing_acquire_raises_mark;
+
+extern char *fenced_resource_arg(FunctionCallInfo fcinfo);
+extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
+extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);
+extern char *fenced_keys(const char *resource, char **token_key);
+extern bool fenced_counter_lifetime(int ttl_ms, char *buf, size_t len);
+
+#endif							/* FENCED_SETTINGS_H */

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_release.h
+ *	  Lock releases sent where nothing may throw (the hooks themselves are
+ *	  in fenced_lock.h).
+ *
+ * IDENTIFICATION
+ *	  src/lease_release.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef LEASE_RELEASE_H
+#define LEASE_RELEASE_H
+
+#include "redis_conn.h"
+
+extern RedisScript release_script;
+
+extern void lease_release_register_exit(void);
+
+#endif							/* LEASE_RELEASE_H */
