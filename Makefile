@@ -13,6 +13,7 @@ PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
 	src/attach.o \
+	src/attach_seed.o \
 	src/ddl_guard.o \
 	src/declared.o \
 	src/extension.o \
