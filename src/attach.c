@@ -49,10 +49,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* Names of the triggers fence_attach() creates; "~" sorts after ASCII. */
-#define ATTACH_GUARD_NAME		"~fence"
-#define ATTACH_TRUNCATE_NAME	"~fence_truncate"
-
 PG_FUNCTION_INFO_V1(fence_attach);
 PG_FUNCTION_INFO_V1(fence_detach);
 
@@ -123,7 +119,7 @@ attach_run(const char *sql)
  * first, after the ownership check, so that a stranger cannot queue a
  * lock that holds up the table's writers.
  */
-static List *
+List *
 attach_lock_tables(Oid relid)
 {
 	List	   *tables;
@@ -157,35 +153,23 @@ attach_has_trigger(Oid relid, Oid funcoid)
 }
 
 /*
- * fence_attach(tbl regclass, token_column name, template text DEFAULT NULL,
- *				VARIADIC options text[] DEFAULT '{}') returns bigint
- *		Guard a table and its children, seeding the marks from the rows
- *		present; returns the number of resources seeded.
+ * attach_guard
+ *		Guard relid and every table below it, as fence_attach() does,
+ *		holding SHARE ROW EXCLUSIVE on them until the transaction ends;
+ *		their list, relid first.  The marks are not seeded yet.
  */
-Datum
-fence_attach(PG_FUNCTION_ARGS)
+List *
+attach_guard(Oid relid, Oid extnsp, const char *token_column,
+			 const char *template, ArrayType *options)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	const char *token_column;
-	const char *template;
-	Oid			extnsp = extension_schema_of_call(fcinfo);
 	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
 	Oid			truncate_guard = extension_func(extnsp, "fence_truncate_guard", 0, NULL);
 	StringInfoData args;
-	StringInfoData notnull;
-	char	   *resource_sql = NULL;
 	Relation	rel;
 	Form_pg_attribute att;
 	List	   *tables;
 	ListCell   *lc;
-	int64		seeded = 0;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table, token column and options must not be null")));
-	token_column = NameStr(*PG_GETARG_NAME(1));
-	template = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	/* Writers wait from here to the end of the transaction. */
 	tables = attach_lock_tables(relid);
 
@@ -204,11 +188,15 @@ fence_attach(PG_FUNCTION_ARGS)
 				 errdetail("A trigger cannot tell a default from a token the statement wrote, so the default would override declared tokens."),
 				 errhint("Drop the default: ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT.",
 						 attach_table_sql(relid), quote_identifier(token_column))));
-	initStringInfo(&notnull);
 	if (template[0] != '\0')
-		resource_sql = resource_template_sql(rel, template,
-											 attach_resource_column,
-											 &notnull);
+	{
+		StringInfoData notnull;
+
+		/* Read as the guard reads it, refusing what it would refuse. */
+		initStringInfo(&notnull);
+		(void) resource_template_sql(rel, template, attach_resource_column,
+									 &notnull);
+	}
 	table_close(rel, NoLock);
 
 	foreach(lc, tables)
@@ -224,7 +212,6 @@ fence_attach(PG_FUNCTION_ARGS)
 	initStringInfo(&args);
 	appendStringInfoString(&args, quote_literal_cstr(token_column));
 	{
-		ArrayType  *options = PG_GETARG_ARRAYTYPE_P(3);
 		Datum	   *elems;
 		bool	   *nulls;
 		int			nelems;
@@ -264,10 +251,49 @@ fence_attach(PG_FUNCTION_ARGS)
 								attach_table_sql(child),
 								quote_identifier(get_namespace_name(extnsp))));
 	}
-	if (resource_sql != NULL)
-		seeded = attach_seed(relid, extnsp, token_column, resource_sql,
-							 notnull.data);
 	SPI_finish();
+	return tables;
+}
+
+/*
+ * fence_attach(tbl regclass, token_column name, template text DEFAULT NULL,
+ *				VARIADIC options text[] DEFAULT '{}') returns bigint
+ *		Guard a table and its children, seeding the marks from the rows
+ *		present; returns the number of resources seeded, each counted once
+ *		per batch of rows it has rows in.
+ */
+Datum
+fence_attach(PG_FUNCTION_ARGS)
+{
+	Oid			extnsp = extension_schema_of_call(fcinfo);
+	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
+	List	   *tables;
+	ListCell   *lc;
+	int64		seeded = 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table, token column and options must not be null")));
+	tables = attach_guard(PG_GETARG_OID(0), extnsp,
+						  NameStr(*PG_GETARG_NAME(1)),
+						  PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2)),
+						  PG_GETARG_ARRAYTYPE_P(3));
+
+	/* Every table below is locked: seed them in this transaction. */
+	foreach(lc, tables)
+	{
+		SeedScan	scan;
+
+		if (!attach_seed_guarded(lfirst_oid(lc), guard))
+			continue;
+		attach_seed_begin(&scan, lfirst_oid(lc), guard, true,
+						  ATTACH_BATCH_ROWS);
+		while (attach_seed_batch(&scan))
+			;
+		seeded += scan.resources;
+		attach_seed_end(&scan);
+	}
 	PG_RETURN_INT64(seeded);
 }
 
