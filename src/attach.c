@@ -10,9 +10,11 @@
  * highest token its rows carry, holding a SHARE ROW EXCLUSIVE lock on the
  * table (and its children) from before the triggers exist until the
  * transaction ends, so that no write slips between the scan and the
- * guard.  Marks are raised through fence_advance(), never lowered.
+ * guard.  Marks are raised, never lowered.
  *
- * The seeding itself is in attach_seed.c.
+ * attach_guard() creates the guards; the seeding, table by table and
+ * batch by batch, is in attach_seed.c, and the online form, which commits
+ * between the two and between batches, in attach_online.c.
  *
  * The triggers are created with CREATE TRIGGER as the calling user, the
  * table's owner, who therefore needs EXECUTE on fence_guard() as for
@@ -37,7 +39,6 @@
 #include "extension.h"
 #include "fence_token.h"
 #include "fencing_errcodes.h"
-#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "resource_template.h"
@@ -47,7 +48,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(fence_attach);
 PG_FUNCTION_INFO_V1(fence_detach);

@@ -49,7 +49,7 @@ END;
 EOF
 
 harness_log "fence_attach_concurrently with a writer committing alongside"
-pgbench -n -c 1 -T 60 -f "$workdir/writer.sql" postgres >"$workdir/pgbench.log" 2>&1 &
+pgbench -n -c 1 -T 600 -f "$workdir/writer.sql" postgres >"$workdir/pgbench.log" 2>&1 &
 writer=$!
 HARNESS_PIDS+=("$writer")
 # let the writer get going
@@ -63,8 +63,8 @@ CALL fence_attach_concurrently('accounts', 'tok', 'acct:{id}', batch_rows => 500
 ALTER TABLE span ADD COLUMN ended timestamptz;
 UPDATE span SET ended = clock_timestamp();
 EOF
-sleep 1
-kill -INT "$writer" 2>/dev/null || true
+# (a background job ignores SIGINT)
+kill -TERM "$writer" 2>/dev/null || true
 wait "$writer" 2>/dev/null || true
 
 expect_eq "the procedure seeded every resource" "$ROWS" \
@@ -79,7 +79,7 @@ else
 	sed 's/^/#   /' "$workdir/pgbench.log" "$workdir/call.log"
 fi
 expect_eq "the writer's writes were all accepted" "0" \
-	"$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$workdir/pgbench.log" | head -1 | grep . || echo 0)"
+	"$(grep -c 'ERROR\|aborted' "$workdir/pgbench.log" || true)"
 expect_eq "every row's resource has a mark at its token or above" "0" \
 	"$(sql postgres -c "SELECT uncovered FROM fence_check_coverage('accounts')")"
 expect_eq "a stale write after the seeding is rejected (TF001)" "TF001" \
