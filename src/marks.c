@@ -249,6 +249,33 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
 }
 
 /*
+ * Claim the mark of resource, of hash, as marks_claim does, looking first
+ * where it was last seen: at the live version held, if this transaction
+ * holds the mark (held), else at the address the shared table recorded.
+ * Records where the mark is now.
+ */
+static bool
+marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
+					 FenceToken token, ClaimMode mode, FenceToken *mark,
+					 bool *written, ItemPointer version)
+{
+	MarksRel	m;
+	ItemPointerData hint;
+	bool		accepted;
+
+	if (held != NULL)
+		hint = held->version;
+	else if (!marks_hint_get(hash, &hint))
+		ItemPointerSetInvalid(&hint);
+	marks_open(&m, resource, RowExclusiveLock);
+	accepted = marks_claim(&m, token, mode, &hint, held == NULL, mark,
+						   written, version);
+	marks_close(&m);
+	marks_hint_put(hash, version);
+	return accepted;
+}
+
+/*
  * marks_report_stale
  *		Reject a write of token because the mark is above it (or equal to
  *		it, under a strict trigger).
@@ -304,12 +331,10 @@ marks_check(const char *resource, FenceToken token, bool strict)
 {
 	uint32		hash = checked_hash(resource);
 	CheckedLevel *held = checked_held(resource, hash);
-	MarksRel	m;
 	FenceToken	mark;
 	bool		written;
 	bool		accepted;
 	ItemPointerData version;
-	ItemPointerData hint;
 
 	if (held != NULL)
 	{
@@ -337,20 +362,9 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	/* A temporary table is writable in a read-only transaction; marks are not. */
 	PreventCommandIfReadOnly("fence_guard()");
 
-	/*
-	 * The first write of the resource in this transaction tries where the
-	 * shared table last saw its mark; a later one, the version it holds.
-	 */
-	if (held != NULL)
-		hint = held->version;
-	else if (!marks_hint_get(hash, &hint))
-		ItemPointerSetInvalid(&hint);
-	marks_open(&m, resource, RowExclusiveLock);
-	accepted = marks_claim(&m, token, strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-						   &hint, held == NULL, &mark, &written, &version);
-	marks_close(&m);
-	marks_hint_put(hash, &version);
-
+	accepted = marks_claim_resource(resource, hash, held, token,
+									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+									&mark, &written, &version);
 	if (!accepted)
 		marks_report_stale(resource, NULL, NULL, token, mark);
 	checked_remember(resource, hash, token, written, &version);
@@ -443,19 +457,17 @@ marks_read_newest(const char *resource, FenceToken *mark)
 FenceToken
 marks_advance(const char *resource, FenceToken token)
 {
-	MarksRel	m;
+	uint32		hash = checked_hash(resource);
 	FenceToken	mark;
 	bool		written;
 	ItemPointerData version;
 
-	marks_open(&m, resource, RowExclusiveLock);
-	(void) marks_claim(&m, token, CLAIM_ADVANCE, NULL, false, &mark,
-					   &written, &version);
-	marks_close(&m);
-	marks_hint_put(checked_hash(resource), &version);
+	(void) marks_claim_resource(resource, hash, checked_held(resource, hash),
+								token, CLAIM_ADVANCE, &mark, &written,
+								&version);
 
-	/* A cached check at an older token no longer describes the mark. */
-	checked_forget(resource);
+	/* This transaction now holds the mark, raised to token or above it. */
+	checked_remember(resource, hash, mark, written, &version);
 	return mark;
 }
 
