@@ -13,6 +13,9 @@ PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
 	src/attach.o \
+	src/attach_online.o \
+	src/attach_seed.o \
+	src/coverage.o \
 	src/ddl_guard.o \
 	src/ddl_partitions.o \
 	src/declared.o \

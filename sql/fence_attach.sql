@@ -124,4 +124,85 @@ UPDATE big SET tok = 998 WHERE id = 99999;
 UPDATE big SET tok = 999 WHERE id = 99999;
 DROP TABLE big;
 
+-- section: row level security hides no row from the seeding: under FORCE
+-- ROW LEVEL SECURITY with a policy showing the owner one tenant, both
+-- tenants' marks are seeded
+CREATE ROLE regress_fence_tenant_owner;
+CREATE ROLE regress_fence_outsider;
+GRANT EXECUTE ON FUNCTION fence_guard() TO regress_fence_tenant_owner;
+CREATE SCHEMA tenant_own;
+GRANT USAGE, CREATE ON SCHEMA tenant_own TO regress_fence_tenant_owner;
+GRANT USAGE ON SCHEMA tenant_own TO regress_fence_outsider;
+SET ROLE regress_fence_tenant_owner;
+CREATE TABLE tenant_own.accounts (tenant text, id int, tok fence_token);
+INSERT INTO tenant_own.accounts VALUES ('a', 1, 10), ('b', 2, 20);
+ALTER TABLE tenant_own.accounts ENABLE ROW LEVEL SECURITY;
+ALTER TABLE tenant_own.accounts FORCE ROW LEVEL SECURITY;
+CREATE POLICY only_a ON tenant_own.accounts USING (tenant = 'a');
+SELECT count(*) AS rows_the_owner_sees FROM tenant_own.accounts;
+SELECT fence_attach('tenant_own.accounts', 'tok', 'acct:{tenant}:{id}');
+-- the marks of the rows it can read, and only those
+SELECT resource, token FROM fence_table_marks('tenant_own.accounts') ORDER BY 1;
+-- the marks view is not the owner's to read: it names every table's keys
+SELECT count(*) FROM fence_marks;
+-- nor may a coverage check read every row of a table for a table owner
+SELECT * FROM fence_check_coverage('tenant_own.accounts');
+RESET ROLE;
+SELECT resource, token FROM fence_marks WHERE resource LIKE 'acct:%' ORDER BY 1;
+-- a stale write to the hidden tenant is rejected
+INSERT INTO tenant_own.accounts VALUES ('b', 2, 19);
+-- a role that cannot read the table learns none of its resource names
+SET ROLE regress_fence_outsider;
+SELECT resource FROM fence_table_marks('tenant_own.accounts');
+SELECT resource FROM fence_marks;
+RESET ROLE;
+SELECT has_table_privilege('pg_read_all_stats', 'fence_marks', 'SELECT') AS stats_readers,
+	has_table_privilege('pg_database_owner', 'fence_marks', 'SELECT') AS db_owner,
+	has_table_privilege('public', 'fence_marks', 'SELECT') AS everyone;
+
+-- section: fence_check_coverage: marks lost, as by a restore without them,
+-- are found and repaired; it reads every row, whatever policies apply
+SELECT * FROM fence_check_coverage('tenant_own.accounts');
+SELECT fence_forget('acct:b:2');
+SELECT * FROM fence_check_coverage('tenant_own.accounts');
+SELECT * FROM fence_check_coverage('tenant_own.accounts', repair => true);
+SELECT * FROM fence_check_coverage('tenant_own.accounts');
+SELECT fence_mark('acct:b:2');
+-- row scope has no marks to check; a plain table is not checked
+CREATE TABLE unguarded (id int, tok fence_token);
+SELECT * FROM fence_check_coverage('unguarded');
+DROP TABLE unguarded;
+
+-- section: an INSERT into the marks table (pg_restore's COPY) is a raise:
+-- never a lowering, never a collision
+INSERT INTO fence_high_water VALUES ('acct:b:2', 5, now());
+SELECT fence_mark('acct:b:2');
+INSERT INTO fence_high_water VALUES ('acct:b:2', 25, now());
+SELECT fence_mark('acct:b:2');
+INSERT INTO fence_high_water VALUES ('acct:c:3', 7, '2020-01-01 00:00:00+00');
+SELECT resource, token, moved_at FROM fence_marks WHERE resource = 'acct:c:3';
+SELECT has_table_privilege('pg_database_owner', 'fence_high_water', 'INSERT') AS owner_insert,
+	has_table_privilege('pg_database_owner', 'fence_high_water', 'UPDATE') AS owner_update,
+	has_table_privilege('pg_database_owner', 'fence_high_water', 'DELETE') AS owner_delete,
+	has_table_privilege('pg_database_owner', 'fence_high_water', 'TRUNCATE') AS owner_truncate;
+DROP SCHEMA tenant_own CASCADE;
+REVOKE EXECUTE ON FUNCTION fence_guard() FROM regress_fence_tenant_owner;
+DROP ROLE regress_fence_tenant_owner;
+DROP ROLE regress_fence_outsider;
+
+-- section: fence_attach_concurrently commits, so it refuses a transaction
+-- block (its work while the table is written is in test/scripts/attach_online.sh)
+CREATE TABLE online (id int, tok fence_token);
+INSERT INTO online SELECT g, g FROM generate_series(1, 25) g;
+BEGIN;
+CALL fence_attach_concurrently('online', 'tok', 'on:{id}');
+ROLLBACK;
+CALL fence_attach_concurrently('online', 'tok', 'on:{id}', batch_rows => 10);
+SELECT count(*), max(token) FROM fence_marks WHERE resource LIKE 'on:%';
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'online'::regclass ORDER BY 1;
+INSERT INTO online VALUES (25, 24);
+CALL fence_attach_concurrently('online', 'tok', 'on:{id}');
+CALL fence_attach_concurrently('online', 'tok', 'on:{id}', lock_timeout => '0');
+DROP TABLE online;
+
 DELETE FROM fence_high_water;

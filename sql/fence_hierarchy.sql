@@ -107,11 +107,11 @@ INSERT INTO pt VALUES (3, 1, 11);
 INSERT INTO pt_1 VALUES (3, 1, 11);
 ALTER TABLE ONLY pt ALTER COLUMN tok DROP DEFAULT;
 INSERT INTO pt VALUES (3, 1, 11);
--- a default set before the partition is attached, on its new grandparent
+-- a default set before the partition is attached, on its new grandparent:
+-- the rows pt brings are seeded as it joins, which reads them through its
+-- guard as a write would, so the ATTACH itself is refused
 CREATE TABLE root (id int, part int, tok fence_token DEFAULT 12) PARTITION BY LIST (part);
 ALTER TABLE root ATTACH PARTITION pt FOR VALUES IN (1, 4, 5, 6);
-INSERT INTO pt_1 VALUES (4, 1, 12);
-ALTER TABLE root DETACH PARTITION pt;
 INSERT INTO pt_1 VALUES (4, 1, 12);
 DROP TABLE root;
 -- an inheritance parent's default, too
@@ -121,8 +121,6 @@ CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON heir
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'heir:{id}');
 INSERT INTO heir VALUES (1, 5);
 ALTER TABLE heir INHERIT base;
-INSERT INTO heir VALUES (1, 6);
-ALTER TABLE heir NO INHERIT base;
 INSERT INTO heir VALUES (1, 6);
 DROP TABLE base, heir;
 

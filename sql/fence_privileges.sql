@@ -70,11 +70,11 @@ EXCEPTION WHEN SQLSTATE 'TF002' THEN
 	RAISE NOTICE 'no token: %', SQLSTATE;
 END $$;
 SELECT order_id, tok, val FROM priv_items ORDER BY order_id, tok;
-SELECT resource, token FROM fence_marks WHERE resource LIKE 'priv:%' ORDER BY 1;
+SELECT resource, token FROM fence_table_marks('priv_items') ORDER BY 1;
 
 --
 -- the writer cannot touch the marks table: it reads the marks through the
--- view fence_marks or fence_mark() only
+-- rows it can read (fence_table_marks) or fence_mark() only
 --
 SELECT resource, token FROM fence_high_water;
 INSERT INTO fence_high_water VALUES ('priv:1', 0, now());
@@ -142,7 +142,7 @@ INSERT INTO priv_items VALUES (1, 2, 'stale, with a captured search_path');
 RESET search_path;
 
 -- after all that, the marks are where they were
-SELECT resource, token FROM fence_marks WHERE resource LIKE 'priv:%' ORDER BY 1;
+SELECT resource, token FROM fence_table_marks('priv_items') ORDER BY 1;
 INSERT INTO priv_items VALUES (1, 33, 'still stale');
 RESET ROLE;
 SELECT current_user;
@@ -174,7 +174,7 @@ SELECT fence_advance('priv:1', 0);
 SELECT fence_forget('priv:1');
 -- dropping its table leaves the marks
 DROP TABLE fence_priv_own.side;
-SELECT resource, token FROM fence_marks WHERE resource LIKE 'priv:%' ORDER BY 1;
+SELECT resource, token FROM fence_table_marks('priv_items') ORDER BY 1;
 RESET ROLE;
 
 -- the writer's token 35, fresh a moment ago, is now fenced out
@@ -190,7 +190,7 @@ SELECT fence_advance('priv:1', 0);
 SELECT fence_mark('priv:1');
 SELECT fence_advance('priv:1', 60);
 SELECT fence_mark('priv:1');
-SELECT resource, token FROM fence_marks WHERE resource LIKE 'priv:%' ORDER BY 1;
+SELECT resource, token FROM fence_table_marks('priv_items') ORDER BY 1;
 
 -- forgetting a mark is the explicit, privileged act
 SELECT fence_forget('priv:1');

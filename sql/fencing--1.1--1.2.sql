@@ -120,3 +120,64 @@ CREATE FUNCTION @extschema@.fence_truncate_guard_partitions() RETURNS integer
 REVOKE ALL ON FUNCTION @extschema@.fence_truncate_guard_partitions() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.fence_truncate_guard_partitions() IS 'give every partition of a table with a TRUNCATE guard a clone of it; returns how many were made';
 SELECT @extschema@.fence_truncate_guard_partitions();
+-- adopting a big table online
+--
+-- fence_attach_concurrently is fence_attach for a table that must stay
+-- writable: it creates the guards in a transaction of their own, under a
+-- lock taken with lock_timeout and tried again after a pause up to
+-- lock_attempts times, then seeds the marks in batches of batch_rows rows,
+-- committing after each (see src/attach_online.c for what is fenced
+-- meanwhile).  It refuses to run inside a transaction block.  Like
+-- fence_attach, it runs as the caller, who must own the tables and hold
+-- EXECUTE on fence_guard().
+CREATE PROCEDURE @extschema@.fence_attach_concurrently(tbl regclass, token_column name,
+		template text DEFAULT NULL, options text[] DEFAULT '{}',
+		batch_rows integer DEFAULT 10000, lock_timeout interval DEFAULT '200ms',
+		lock_attempts integer DEFAULT 50)
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.fence_attach_concurrently(regclass, name, text, text[], integer, interval, integer) IS 'guard a table and its children under a short lock, then seed the marks from the rows present in batches, each its own transaction';
+
+-- who reads the marks
+--
+-- Resource names carry column values (order:{customer_id}), so the marks
+-- of every table are not for every role to read.  fence_marks is readable
+-- by the database's owner and pg_read_all_stats; fence_table_marks shows
+-- any role the marks of the rows it can read of one guarded table (it
+-- queries the table as the caller).  fence_mark(resource) still answers
+-- everyone for a resource named in full.
+REVOKE SELECT ON @extschema@.fence_marks FROM PUBLIC;
+GRANT SELECT ON @extschema@.fence_marks TO pg_database_owner, pg_read_all_stats;
+
+CREATE FUNCTION @extschema@.fence_table_marks(tbl regclass,
+		OUT resource text, OUT token @extschema@.fence_token)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.fence_table_marks(regclass) IS 'marks of the resources named by the rows of a guarded table that the caller can read';
+
+-- restores by the database's owner
+--
+-- pg_restore writes the marks table's rows with COPY, which a database
+-- owner who did not create the extension could not: INSERT is granted to
+-- pg_database_owner, and the ENABLE ALWAYS trigger fence_marks_replicated
+-- turns every insert into a raise (a resource without a mark gets the row
+-- as given, one with a mark is raised if the row is higher).  No UPDATE,
+-- DELETE or TRUNCATE: no way to lower a mark.
+GRANT INSERT ON @extschema@.fence_high_water TO pg_database_owner;
+
+-- whether the marks cover the rows
+--
+-- fence_check_coverage reads every row of each guarded table (of tbl and
+-- the tables below it, or of every guarded table) and reports, per table
+-- with storage, the resources whose mark is missing or below a token
+-- their rows carry; with repair, it raises those marks.  It scans whole
+-- tables.  The caller must own each table; EXECUTE is granted to the
+-- database's owner only.
+CREATE FUNCTION @extschema@.fence_check_coverage(tbl regclass DEFAULT NULL,
+		repair boolean DEFAULT false,
+		OUT table_name regclass, OUT rows bigint, OUT resources bigint,
+		OUT uncovered bigint, OUT repaired bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.fence_check_coverage(regclass, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.fence_check_coverage(regclass, boolean) TO pg_database_owner;
+COMMENT ON FUNCTION @extschema@.fence_check_coverage(regclass, boolean) IS 'per guarded table, the resources whose mark is missing or below a token of their rows (a full scan); repair raises them';

@@ -11,10 +11,11 @@
  * highest token its rows carry, holding a SHARE ROW EXCLUSIVE lock on the
  * table (and its children) from before the triggers exist until the
  * transaction ends, so that no write slips between the scan and the
- * guard.  Marks are raised through fence_advance(), never lowered.
+ * guard.  Marks are raised, never lowered.
  *
- * The resource of a row is computed by the SQL twin of the guard's rule,
- * from the template read as the guard reads it (resource_template.c).
+ * attach_guard() creates the guards; the seeding, table by table and
+ * batch by batch, is in attach_seed.c, and the online form, which commits
+ * between the two and between batches, in attach_online.c.
  *
  * The triggers are created with CREATE TRIGGER as the calling user, the
  * table's owner, who therefore needs EXECUTE on fence_guard() as for
@@ -39,7 +40,6 @@
 #include "extension.h"
 #include "fence_token.h"
 #include "fencing_errcodes.h"
-#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "resource_template.h"
@@ -52,11 +52,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
-
-/* Names of the triggers fence_attach() creates; "~" sorts after ASCII. */
-#define ATTACH_GUARD_NAME		"~fence"
-#define ATTACH_TRUNCATE_NAME	"~fence_truncate"
 
 PG_FUNCTION_INFO_V1(fence_attach);
 PG_FUNCTION_INFO_V1(fence_detach);
@@ -118,66 +113,6 @@ attach_run(const char *sql)
 		elog(ERROR, "SPI_execute failed: %s", sql);
 }
 
-/* The table's schema-qualified, quoted name. */
-static const char *
-attach_table_sql(Oid relid)
-{
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-									  get_rel_name(relid));
-}
-
-/*
- * Raise the mark of each resource of the table's rows to the highest
- * token among them; returns the number of resources.
- */
-static int64
-attach_seed(Oid relid, Oid extnsp, const char *token_column,
-			const char *resource_sql, const char *notnull_sql)
-{
-	Oid			advance = extension_advance_func(extnsp);
-	StringInfoData sql;
-	Portal		portal;
-	int64		seeded = 0;
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s, %s.max(%s) FROM %s WHERE %s IS NOT NULL%s GROUP BY 1",
-					 resource_sql, quote_identifier(get_namespace_name(extnsp)),
-					 quote_identifier(token_column),
-					 attach_table_sql(relid), quote_identifier(token_column),
-					 notnull_sql);
-
-	/*
-	 * Writers are locked out now, but one that committed while we waited
-	 * for the lock is newer than the statement's snapshot (and than a
-	 * REPEATABLE READ transaction's): read the rows with the newest one.
-	 */
-	PushActiveSnapshot(GetLatestSnapshot());
-	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL,
-									   true, 0);
-	for (;;)
-	{
-		uint64		i;
-
-		SPI_cursor_fetch(portal, true, 1000);
-		if (SPI_processed == 0)
-			break;
-		for (i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tuple = SPI_tuptable->vals[i];
-			bool		isnull;
-			Datum		resource = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &isnull);
-			Datum		token = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull);
-
-			(void) OidFunctionCall2(advance, resource, token);
-			seeded++;
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	PopActiveSnapshot();
-	return seeded;
-}
-
 /*
  * attach_lock_tables
  *		Keep writers out of relid and every table below it until the end of
@@ -188,7 +123,7 @@ attach_seed(Oid relid, Oid extnsp, const char *token_column,
  * first, after the ownership check, so that a stranger cannot queue a
  * lock that holds up the table's writers.
  */
-static List *
+List *
 attach_lock_tables(Oid relid)
 {
 	List	   *tables;
@@ -225,87 +160,58 @@ attach_has_trigger(Oid relid, Oid funcoid)
  * attach_seed_joined
  *		Seed the marks of a table that has just joined a fenced hierarchy
  *		(ALTER TABLE ... ATTACH PARTITION or INHERIT) from the rows of relid
- *		and the tables below it, as fence_attach() does, for each guard
- *		with a resource template that it now has; returns the number of
- *		resources seeded.  Called by the event trigger (ddl_guard.c) inside
- *		its SPI connection.
+ *		and the tables below it, as fence_attach() does; returns the number
+ *		of resources seeded.  Called by the event trigger (ddl_guard.c).
  *
  * Without it, a row at token 500 in the newcomer would not fence its
  * resource: a new row of that resource at 400 would be accepted (the
- * row-scope floor covers only the row itself).  The DDL holds an ACCESS
+ * row-token floor covers only the row itself).  The DDL holds an ACCESS
  * EXCLUSIVE lock on relid, and ATTACH PARTITION on the tables below it
  * too, until the transaction ends, so no write slips between the scan and
  * the guard; the tables below it are locked here against writers for
  * INHERIT, which does not lock them.
  */
 int64
-attach_seed_joined(Oid relid, Oid extnsp, Oid guard)
+attach_seed_joined(Oid relid, Oid guard)
 {
-	Relation	rel;
-	List	   *seeds = NIL;
+	List	   *tables = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
 	ListCell   *lc;
 	int64		seeded = 0;
-	int			i;
 
-	(void) find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
-	rel = table_open(relid, NoLock);
-	for (i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	foreach(lc, tables)
 	{
-		Trigger    *trigger = &rel->trigdesc->triggers[i];
-		StringInfoData notnull;
-		char	   *resource_sql;
+		SeedScan	scan;
 
-		if (trigger->tgfoid != guard || trigger->tgenabled == TRIGGER_DISABLED ||
-			trigger->tgnargs < 2 || trigger->tgargs[1][0] == '\0')
+		if (!attach_seed_guarded(lfirst_oid(lc), guard))
 			continue;
-		initStringInfo(&notnull);
-		resource_sql = resource_template_sql(rel, trigger->tgargs[1],
-											 attach_resource_column, &notnull);
-		seeds = lappend(seeds, list_make3(pstrdup(trigger->tgargs[0]),
-										  resource_sql, notnull.data));
-	}
-	table_close(rel, NoLock);
-
-	foreach(lc, seeds)
-	{
-		List	   *seed = (List *) lfirst(lc);
-
-		seeded += attach_seed(relid, extnsp, linitial(seed), lsecond(seed),
-							  lthird(seed));
+		attach_seed_begin(&scan, lfirst_oid(lc), guard, true,
+						  ATTACH_BATCH_ROWS);
+		while (attach_seed_batch(&scan))
+			;
+		seeded += scan.resources;
+		attach_seed_end(&scan);
 	}
 	return seeded;
 }
 
 /*
- * fence_attach(tbl regclass, token_column name, template text DEFAULT NULL,
- *				VARIADIC options text[] DEFAULT '{}') returns bigint
- *		Guard a table and its children, seeding the marks from the rows
- *		present; returns the number of resources seeded.
+ * attach_guard
+ *		Guard relid and every table below it, as fence_attach() does,
+ *		holding SHARE ROW EXCLUSIVE on them until the transaction ends;
+ *		their list, relid first.  The marks are not seeded yet.
  */
-Datum
-fence_attach(PG_FUNCTION_ARGS)
+List *
+attach_guard(Oid relid, Oid extnsp, const char *token_column,
+			 const char *template, ArrayType *options)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	const char *token_column;
-	const char *template;
-	Oid			extnsp = extension_schema_of_call(fcinfo);
 	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
 	Oid			truncate_guard = extension_func(extnsp, "fence_truncate_guard", 0, NULL);
 	StringInfoData args;
-	StringInfoData notnull;
-	char	   *resource_sql = NULL;
 	Relation	rel;
 	Form_pg_attribute att;
 	List	   *tables;
 	ListCell   *lc;
-	int64		seeded = 0;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table, token column and options must not be null")));
-	token_column = NameStr(*PG_GETARG_NAME(1));
-	template = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	/* Writers wait from here to the end of the transaction. */
 	tables = attach_lock_tables(relid);
 
@@ -324,11 +230,15 @@ fence_attach(PG_FUNCTION_ARGS)
 				 errdetail("A trigger cannot tell a default from a token the statement wrote, so the default would override declared tokens."),
 				 errhint("Drop the default: ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT.",
 						 attach_table_sql(relid), quote_identifier(token_column))));
-	initStringInfo(&notnull);
 	if (template[0] != '\0')
-		resource_sql = resource_template_sql(rel, template,
-											 attach_resource_column,
-											 &notnull);
+	{
+		StringInfoData notnull;
+
+		/* Read as the guard reads it, refusing what it would refuse. */
+		initStringInfo(&notnull);
+		(void) resource_template_sql(rel, template, attach_resource_column,
+									 &notnull);
+	}
 	table_close(rel, NoLock);
 
 	foreach(lc, tables)
@@ -344,7 +254,6 @@ fence_attach(PG_FUNCTION_ARGS)
 	initStringInfo(&args);
 	appendStringInfoString(&args, quote_literal_cstr(token_column));
 	{
-		ArrayType  *options = PG_GETARG_ARRAYTYPE_P(3);
 		Datum	   *elems;
 		bool	   *nulls;
 		int			nelems;
@@ -384,10 +293,49 @@ fence_attach(PG_FUNCTION_ARGS)
 								attach_table_sql(child),
 								quote_identifier(get_namespace_name(extnsp))));
 	}
-	if (resource_sql != NULL)
-		seeded = attach_seed(relid, extnsp, token_column, resource_sql,
-							 notnull.data);
 	SPI_finish();
+	return tables;
+}
+
+/*
+ * fence_attach(tbl regclass, token_column name, template text DEFAULT NULL,
+ *				VARIADIC options text[] DEFAULT '{}') returns bigint
+ *		Guard a table and its children, seeding the marks from the rows
+ *		present; returns the number of resources seeded, each counted once
+ *		per batch of rows it has rows in.
+ */
+Datum
+fence_attach(PG_FUNCTION_ARGS)
+{
+	Oid			extnsp = extension_schema_of_call(fcinfo);
+	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
+	List	   *tables;
+	ListCell   *lc;
+	int64		seeded = 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table, token column and options must not be null")));
+	tables = attach_guard(PG_GETARG_OID(0), extnsp,
+						  NameStr(*PG_GETARG_NAME(1)),
+						  PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2)),
+						  PG_GETARG_ARRAYTYPE_P(3));
+
+	/* Every table below is locked: seed them in this transaction. */
+	foreach(lc, tables)
+	{
+		SeedScan	scan;
+
+		if (!attach_seed_guarded(lfirst_oid(lc), guard))
+			continue;
+		attach_seed_begin(&scan, lfirst_oid(lc), guard, true,
+						  ATTACH_BATCH_ROWS);
+		while (attach_seed_batch(&scan))
+			;
+		seeded += scan.resources;
+		attach_seed_end(&scan);
+	}
 	PG_RETURN_INT64(seeded);
 }
 

@@ -330,7 +330,7 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 		{
 			case AT_AddInherit:
 				ddl_fence_tree(relid, funcs);
-				(void) attach_seed_joined(relid, funcs->extnsp, funcs->guard);
+				(void) attach_seed_joined(relid, funcs->guard);
 				break;
 			case AT_AttachPartition:
 				partid = ddl_relid(((PartitionCmd *) cmd->def)->name);
@@ -338,8 +338,7 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 				{
 					ddl_fence_tree(partid, funcs);
 					(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
-					(void) attach_seed_joined(partid, funcs->extnsp,
-											  funcs->guard);
+					(void) attach_seed_joined(partid, funcs->guard);
 				}
 				break;
 			case AT_DetachPartition:

@@ -20,6 +20,13 @@
  * subscriber's row is raised in place of the insert), and a mark deleted
  * on the publisher (fence_forget) stays on the subscriber.
  *
+ * The same trigger makes an INSERT into the marks table, the one write of
+ * it granted to the database's owner (for pg_restore), a raise: a row for
+ * a resource without a mark is inserted as given (keeping a restored
+ * mark's moved_at), one for a resource with a mark raises it if higher and
+ * is skipped, never lowering it nor colliding with it.  The library itself
+ * writes the table without firing triggers.
+ *
  * IDENTIFICATION
  *	  src/replica.c
  *
@@ -31,6 +38,7 @@
 #include "commands/trigger.h"
 #include "extension.h"
 #include "fence_token.h"
+#include "marks.h"
 #include "replica.h"
 #include "replication/logicalworker.h"
 #include "utils/builtins.h"
@@ -79,7 +87,8 @@ replica_raise(Oid extnsp, const char *resource, FenceToken token)
  *		BEFORE INSERT OR UPDATE OR DELETE trigger on the marks table,
  *		ENABLE ALWAYS.  In the apply worker, turns a replicated mark into a
  *		raise of the subscriber's own and skips the change itself;
- *		anywhere else, lets the write through unchanged.
+ *		anywhere else, turns an INSERT into a raise and lets UPDATE and
+ *		DELETE (the table owner's alone) through unchanged.
  */
 Datum
 fence_marks_replicated(PG_FUNCTION_ARGS)
@@ -98,7 +107,7 @@ fence_marks_replicated(PG_FUNCTION_ARGS)
 
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
-	if (!replica_applying())
+	if (!replica_applying() && !TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		return PointerGetDatum(tuple);
 
 	/* A mark forgotten on the publisher is not forgotten here. */
@@ -113,6 +122,15 @@ fence_marks_replicated(PG_FUNCTION_ARGS)
 						 RelationGetDescr(trigdata->tg_relation), &isnull);
 	if (isnull)
 		return PointerGetDatum(NULL);
+	if (!replica_applying())
+	{
+		FenceToken	mark;
+
+		if (!marks_read_newest(TextDatumGetCString(resource), &mark))
+			return PointerGetDatum(tuple);
+		if (mark >= DatumGetFenceToken(token))
+			return PointerGetDatum(NULL);
+	}
 	replica_raise(RelationGetNamespace(trigdata->tg_relation),
 				  TextDatumGetCString(resource), DatumGetFenceToken(token));
 	return PointerGetDatum(NULL);

@@ -187,7 +187,7 @@ fi
 expect_eq "the owner reads the marks table, no other role does" "t|f" \
 	"$(sql owned -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'SELECT'),
 		has_table_privilege('public', 'fence_high_water', 'SELECT')")"
-expect_eq "the owner cannot write the marks table" "f|f|f|f" \
+expect_eq "the owner may only insert into the marks table (a raise)" "t|f|f|f" \
 	"$(sql owned -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'INSERT'),
 		has_table_privilege('app_owner', 'fence_high_water', 'UPDATE'),
 		has_table_privilege('app_owner', 'fence_high_water', 'DELETE'),
@@ -201,6 +201,46 @@ else
 	expect_eq "a restore by the owner stops at CREATE EXTENSION (untrusted)" "1" \
 		"$(grep -c 'permission denied to create extension "fencing"' "$workdir/pg_restore_owner.log")"
 fi
+
+# The managed-database set-up: a superuser created the extension in an
+# empty database the owner owns, and granted it the guard; the owner
+# restores its dump itself.  CREATE EXTENSION and COMMENT ON EXTENSION
+# fail (they exist, and are not the owner's), the marks do not.
+harness_log "pg_restore by the owner into a database where a superuser created the extension"
+sql postgres -c 'CREATE DATABASE owned_managed OWNER app_owner TEMPLATE template0'
+sql owned_managed >/dev/null <<'EOF'
+CREATE EXTENSION fencing;
+GRANT EXECUTE ON FUNCTION fence_guard() TO app_owner;
+EOF
+pg_restore -U app_owner -d owned_managed "$workdir/owned.dump" 2>"$workdir/pg_restore_managed.log" || true
+expect_eq "the owner's restore hit no error on the marks table" "0" \
+	"$(grep -c 'fence_high_water' "$workdir/pg_restore_managed.log" || true)"
+expect_eq "the owner's restore brought the marks, with when each moved" "$owned_marks" \
+	"$(marks_of owned_managed || echo '(fence_marks unreadable)')"
+expect_eq "after the owner's restore a stale write is rejected (TF001)" "TF001" \
+	"$(sqlstate_of owned_managed "SET ROLE app_owner; UPDATE shipments SET tok = 5 WHERE order_id = 1")"
+expect_eq "the owner's insert cannot lower a mark" "8" \
+	"$(sql owned_managed -U app_owner -c "INSERT INTO fence_high_water VALUES ('shipment:1', 1, now()); SELECT fence_mark('shipment:1')")"
+expect_eq "nor can it update, delete or truncate one (42501)" "42501|42501|42501" \
+	"$(sqlstate_of owned_managed "SET ROLE app_owner; UPDATE fence_high_water SET token = 1")|$(sqlstate_of owned_managed "SET ROLE app_owner; DELETE FROM fence_high_water")|$(sqlstate_of owned_managed "SET ROLE app_owner; TRUNCATE fence_high_water")"
+
+harness_log "fence_check_coverage after the restore"
+expect_eq "the owner's check finds every resource covered" "shipments|2|2|0|0" \
+	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, rows, resources, uncovered, repaired FROM fence_check_coverage()")"
+# a mark lost, as by a restore that failed on the marks table
+sql owned_managed -c "SELECT fence_forget('shipment:2')" >/dev/null
+# (an update of the row is still floored by the row's own token)
+expect_eq "with a mark lost, a stale new row is accepted" "00000" \
+	"$(sqlstate_of owned_managed "BEGIN; SET ROLE app_owner; INSERT INTO shipments VALUES (2, 'stale', 1); ROLLBACK")"
+expect_eq "the check reports it" "shipments|1|0" \
+	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, uncovered, repaired FROM fence_check_coverage('shipments')")"
+expect_eq "repair raises it" "shipments|1|1" \
+	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, uncovered, repaired FROM fence_check_coverage('shipments', repair => true)")"
+expect_eq "and the stale write is rejected again (TF001)" "3|TF001" \
+	"$(sql owned_managed -c "SELECT fence_mark('shipment:2')")|$(sqlstate_of owned_managed "SET ROLE app_owner; INSERT INTO shipments VALUES (2, 'stale', 1)")"
+sql postgres -c 'CREATE ROLE app_reader LOGIN' >/dev/null
+expect_eq "a role that does not own the database may not run the check (42501)" "42501" \
+	"$(sqlstate_of owned_managed "SET ROLE app_reader; SELECT * FROM fence_check_coverage()")"
 
 sql postgres -c 'CREATE DATABASE owned_copy OWNER app_owner TEMPLATE template0'
 if pg_restore --exit-on-error -d owned_copy "$workdir/owned.dump" 2>"$workdir/pg_restore_copy.log"; then
