@@ -56,8 +56,9 @@ ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(wildcard test/isolation/s
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 
 # PostgreSQL 15 is the oldest supported (MarkGUCPrefixReserved, MERGE,
-# shmem_request_hook); refuse older servers here rather than with a
-# compiler error.
+# shmem_request_hook), as META.json's prerequisite says; 15, 17 and 18 are
+# tested (test/scripts/version_matrix.sh).  Refuse older servers here
+# rather than with a compiler error.
 PG_CONFIG ?= pg_config
 PG_MAJOR_MIN = 15
 PG_MAJOR := $(shell $(PG_CONFIG) --version 2>/dev/null | sed 's/^[^0-9]*\([0-9]*\).*/\1/')

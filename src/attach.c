@@ -44,6 +44,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
+#include "pg_compat.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -72,7 +73,7 @@ attach_func(Oid extnsp, const char *name, int nargs, Oid *argtypes)
 static void
 attach_check_owner(Oid relid)
 {
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!fencing_relation_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER,
 					   get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));

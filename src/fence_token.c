@@ -18,6 +18,7 @@
 #include "catalog/pg_type.h"
 #include "fence_token.h"
 #include "libpq/pqformat.h"
+#include "pg_compat.h"
 #include "token_parse.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
@@ -115,24 +116,16 @@ fence_token_in(PG_FUNCTION_ARGS)
 		case TOKEN_PARSE_OK:
 			break;
 		case TOKEN_PARSE_RANGE:
-#if PG_VERSION_NUM >= 160000
-			ereturn(fcinfo->context, (Datum) 0,
-#else
-			ereport(ERROR,
-#endif
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("value \"%s\" is out of range for type %s",
-							str, "fence_token")));
+			fencing_ereturn(fcinfo->context, (Datum) 0,
+							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							 errmsg("value \"%s\" is out of range for type %s",
+									str, "fence_token")));
 			break;
 		case TOKEN_PARSE_SYNTAX:
-#if PG_VERSION_NUM >= 160000
-			ereturn(fcinfo->context, (Datum) 0,
-#else
-			ereport(ERROR,
-#endif
-					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-					 errmsg("invalid input syntax for type %s: \"%s\"",
-							"fence_token", str)));
+			fencing_ereturn(fcinfo->context, (Datum) 0,
+							(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+							 errmsg("invalid input syntax for type %s: \"%s\"",
+									"fence_token", str)));
 			break;
 	}
 

@@ -80,6 +80,7 @@
 #include "marks.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_conn.h"
 #include "resource_map.h"
@@ -845,7 +846,7 @@ fenced_backoff(int step, long long pttl, long remaining)
 	delay = Max(Min(delay, remaining), 1);
 
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 delay, PG_WAIT_EXTENSION);
+					 delay, fencing_wait_event(FENCING_WAIT_LOCK_BUSY));
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
 }
@@ -1238,8 +1239,7 @@ fenced_lock_at_exit(int code, Datum arg)
 #else							/* !USE_HIREDIS */
 
 /* The error of every Redis function in a build without hiredis. */
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 fenced_not_supported(void)
 {
 	ereport(ERROR,

@@ -14,6 +14,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "pg_compat.h"
 #include "utils/rel.h"
 
 /* One piece of a resource template: literal text, or a column's value. */
@@ -54,7 +55,8 @@ extern void guard_config_at_xact_end(void);
 extern GuardConfig *guard_config(FunctionCallInfo fcinfo, Trigger *trigger,
 								 Relation rel);
 extern TemplatePiece guard_template_next(const char **p, StringInfo piece);
-extern void guard_template_refuse(const char *template, const char *tgname,
-								  TemplatePiece bad) pg_attribute_noreturn();
+pg_noreturn extern void guard_template_refuse(const char *template,
+											  const char *tgname,
+											  TemplatePiece bad);
 
 #endif							/* GUARD_CONFIG_H */

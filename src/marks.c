@@ -79,6 +79,7 @@
 #include "fmgr.h"
 #include "marks.h"
 #include "miscadmin.h"
+#include "pg_compat.h"
 #include "resource_name.h"
 #include "stale_hint.h"
 #include "stats.h"
@@ -400,7 +401,7 @@ marks_check_shape(Relation heap)
 	marks_check_column(heap, Anum_mark_resource, "resource", TEXTOID);
 	marks_check_column(heap, Anum_mark_token, "token", token_type);
 	marks_check_column(heap, Anum_mark_moved_at, "moved_at", TIMESTAMPTZOID);
-	if (!OidIsValid(RelationGetPrimaryKeyIndex(heap)))
+	if (!OidIsValid(fencing_primary_key_index(heap)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
 				 errmsg("table \"%s\" has no primary key", MARKS_TABLE),
@@ -422,7 +423,7 @@ marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode)
 		marks_check_shape(m->heap);
 		marks_shape_checked = true;
 	}
-	m->index = index_open(RelationGetPrimaryKeyIndex(m->heap), lockmode);
+	m->index = index_open(fencing_primary_key_index(m->heap), lockmode);
 	m->resource = resource;
 	m->key = CStringGetTextDatum(resource);
 }
@@ -504,7 +505,7 @@ marks_find(MarksRel *m, HeapTuple *tuple)
 		InitDirtySnapshot(dirty);
 		ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m->key);
 		slot = table_slot_create(m->heap, NULL);
-		scan = index_beginscan(m->heap, m->index, &dirty, 1, 0);
+		scan = fencing_index_beginscan(m->heap, m->index, &dirty, 1, 0);
 		index_rescan(scan, &skey, 1, NULL, 0);
 		found = index_getnext_slot(scan, ForwardScanDirection, slot);
 		if (found)
@@ -673,7 +674,7 @@ marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
 	newtuple = heap_modify_tuple_by_cols(tuple, RelationGetDescr(heap),
 										 2, cols, values, nulls);
 	newtuple->t_self = tuple->t_self;
-	heap_inplace_update(heap, newtuple);
+	fencing_heap_inplace_update(heap, newtuple);
 }
 
 /*
@@ -708,9 +709,9 @@ marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 	}
 
 	newtuple = marks_form(m, token, moved_at);
-	result = heap_update(m->heap, &tuple->t_self, newtuple,
-						 GetCurrentCommandId(true), InvalidSnapshot, true,
-						 &tmfd, &lockmode);
+	result = fencing_heap_update(m->heap, &tuple->t_self, newtuple,
+								 GetCurrentCommandId(true), InvalidSnapshot,
+								 true, &tmfd, &lockmode);
 	if (result == TM_Ok && !HeapTupleIsHeapOnly(newtuple))
 		marks_index_insert(m, newtuple, true);
 	*version = newtuple->t_self;
@@ -989,7 +990,7 @@ marks_read(const char *resource, FenceToken *mark)
 	marks_open(&m, resource, AccessShareLock);
 	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m.key);
 	slot = table_slot_create(m.heap, NULL);
-	scan = index_beginscan(m.heap, m.index, GetActiveSnapshot(), 1, 0);
+	scan = fencing_index_beginscan(m.heap, m.index, GetActiveSnapshot(), 1, 0);
 	index_rescan(scan, &skey, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)
@@ -1131,7 +1132,7 @@ marks_read_newest(const char *resource, FenceToken *mark)
 	InitDirtySnapshot(dirty);
 	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m.key);
 	slot = table_slot_create(m.heap, NULL);
-	scan = index_beginscan(m.heap, m.index, &dirty, 1, 0);
+	scan = fencing_index_beginscan(m.heap, m.index, &dirty, 1, 0);
 	index_rescan(scan, &skey, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{

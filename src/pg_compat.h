@@ -7,8 +7,15 @@
  * PostgreSQL 15 is the oldest supported: MarkGUCPrefixReserved(), the
  * MERGE command (CMD_MERGE) and shmem_request_hook are all new in 15.  The
  * Makefile refuses an older server with a message; this refuses a build
- * that goes around the Makefile.  Newer versions are untested; where
- * their C API differs from 15's, the difference is bridged here.
+ * that goes around the Makefile.  15, 17 and 18 are built and tested (test/
+ * scripts/version_matrix.sh); 16 goes through the same branches as 17
+ * where its API already changed, and is not tested.  Each difference from
+ * 15's C API is bridged here, with the version that made it.
+ *
+ * Macros rather than functions, where that is enough, so that including
+ * this header pulls in little (the wait event header, and on 18 what the
+ * in-place update below needs): the file that uses a macro includes what
+ * it expands to, as it would for the function itself.
  *
  * IDENTIFICATION
  *	  src/pg_compat.h
@@ -22,11 +29,215 @@
 #error "fencing needs PostgreSQL 15 or later"
 #endif
 
+/*
+ * PostgreSQL 18 replaced pg_attribute_noreturn(), written after a
+ * declarator, by pg_noreturn, written before the declaration (C11's
+ * _Noreturn goes there).  Older versions get pg_noreturn from the old
+ * attribute, which GCC, Clang and MSVC all accept in that place.
+ */
+#ifndef pg_noreturn
+#define pg_noreturn pg_attribute_noreturn()
+#endif
+
+/*
+ * PostgreSQL 16's input functions may report bad input softly, into the
+ * caller's escontext (pg_input_is_valid(), and COPY ... ON_ERROR from 17),
+ * with ereturn().  Before 16 the error is a plain ERROR.
+ */
+#if PG_VERSION_NUM >= 160000
+#define fencing_ereturn(context, dummy_value, ...) \
+	ereturn((context), (dummy_value), __VA_ARGS__)
+#else
+#define fencing_ereturn(context, dummy_value, ...) \
+	ereport(ERROR, __VA_ARGS__)
+#endif
+
+/*
+ * PostgreSQL 16 replaced the per-catalog ownership checks
+ * (pg_class_ownercheck() and friends) by object_ownercheck(), which takes
+ * the catalog.
+ */
+#if PG_VERSION_NUM >= 160000
+#define fencing_relation_ownercheck(relid, roleid) \
+	object_ownercheck(RelationRelationId, (relid), (roleid))
+#else
+#define fencing_relation_ownercheck(relid, roleid) \
+	pg_class_ownercheck((relid), (roleid))
+#endif
+
+/*
+ * PostgreSQL 16's heap_update() also says which indexes need new entries
+ * (to let a HOT update still insert into summarizing indexes such as
+ * BRIN).  The marks table has only a B-tree, for which a heap-only tuple
+ * is the answer already, so the callers keep asking HeapTupleIsHeapOnly()
+ * and the answer is dropped.
+ */
+#if PG_VERSION_NUM >= 160000
+#define fencing_heap_update(rel, otid, newtup, cid, crosscheck, wait, tmfd, lockmode) \
+	heap_update((rel), (otid), (newtup), (cid), (crosscheck), (wait), \
+				(tmfd), (lockmode), &(TU_UpdateIndexes) {TU_None})
+#else
+#define fencing_heap_update(rel, otid, newtup, cid, crosscheck, wait, tmfd, lockmode) \
+	heap_update((rel), (otid), (newtup), (cid), (crosscheck), (wait), \
+				(tmfd), (lockmode))
+#endif
+
+/*
+ * PostgreSQL 18 replaced heap_inplace_update(), which earlier versions
+ * keep, by heap_inplace_lock() and heap_inplace_update_and_unlock(), made
+ * for catalogs: they lock against a concurrent heap_update() of the same
+ * tuple and refuse a tuple the current command wrote, which a mark raised
+ * twice in one statement is.  Neither matters for a mark version: no one
+ * else can update it (this subtransaction created it and is running) and
+ * the overwrite keeps the length.  So on 18 the overwrite is written here
+ * as heap_inplace_update() wrote it: the tuple's data replaced under an
+ * exclusive buffer lock and WAL-logged as a heap in-place update, which
+ * carries no invalidation messages (a user table has no cache entries).
+ */
+#if PG_VERSION_NUM >= 180000
+#include "access/heapam_xlog.h"
+#include "access/htup_details.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+static inline void
+fencing_heap_inplace_update(Relation rel, HeapTuple tuple)
+{
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(&tuple->t_self);
+	uint32		newlen = tuple->t_len - tuple->t_data->t_hoff;
+	Buffer		buffer;
+	Page		page;
+	ItemId		lp = NULL;
+	HeapTupleHeader htup;
+
+	buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(&tuple->t_self));
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buffer);
+	if (offnum >= FirstOffsetNumber && offnum <= PageGetMaxOffsetNumber(page))
+		lp = PageGetItemId(page, offnum);
+	if (lp == NULL || !ItemIdIsNormal(lp))
+		elog(ERROR, "no tuple at (%u,%u) of \"%s\" to update in place",
+			 ItemPointerGetBlockNumber(&tuple->t_self), offnum,
+			 RelationGetRelationName(rel));
+	htup = (HeapTupleHeader) PageGetItem(page, lp);
+	if (htup->t_hoff != tuple->t_data->t_hoff ||
+		ItemIdGetLength(lp) - htup->t_hoff != newlen)
+		elog(ERROR, "in-place update of \"%s\" would change the tuple's length",
+			 RelationGetRelationName(rel));
+
+	START_CRIT_SECTION();
+	memcpy((char *) htup + htup->t_hoff,
+		   (char *) tuple->t_data + tuple->t_data->t_hoff, newlen);
+	MarkBufferDirty(buffer);
+	if (RelationNeedsWAL(rel))
+	{
+		xl_heap_inplace xlrec;
+		XLogRecPtr	recptr;
+
+		xlrec.offnum = offnum;
+		xlrec.dbId = MyDatabaseId;
+		xlrec.tsId = MyDatabaseTableSpace;
+		xlrec.relcacheInitFileInval = false;
+		xlrec.nmsgs = 0;
+		XLogBeginInsert();
+		XLogRegisterData(&xlrec, MinSizeOfHeapInplace);
+		XLogRegisterBuffer(0, buffer, REGBUF_STANDARD);
+		XLogRegisterBufData(0, (char *) htup + htup->t_hoff, newlen);
+		recptr = XLogInsert(RM_HEAP_ID, XLOG_HEAP_INPLACE);
+		PageSetLSN(page, recptr);
+	}
+	END_CRIT_SECTION();
+
+	UnlockReleaseBuffer(buffer);
+}
+#else
+#define fencing_heap_inplace_update(rel, tuple) \
+	heap_inplace_update((rel), (tuple))
+#endif
+
+/*
+ * PostgreSQL 18's index_beginscan() takes where to count index searches
+ * for EXPLAIN ANALYZE; none here.
+ */
+#if PG_VERSION_NUM >= 180000
+#define fencing_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
+#else
+#define fencing_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
+/*
+ * PostgreSQL 18's relcache also records a deferrable primary key, and
+ * RelationGetPrimaryKeyIndex() says whether the caller accepts one.  The
+ * marks table's is immediate, and earlier versions report only an
+ * immediate one: not accepted.
+ */
+#if PG_VERSION_NUM >= 180000
+#define fencing_primary_key_index(rel) RelationGetPrimaryKeyIndex((rel), false)
+#else
+#define fencing_primary_key_index(rel) RelationGetPrimaryKeyIndex(rel)
+#endif
+
+/*
+ * PostgreSQL 17 tracks wait event sets with a resource owner instead of a
+ * memory context.  The extension's set lives as long as the backend: no
+ * owner, which 17 allocates in TopMemoryContext, as 15 is told to.
+ */
+#if PG_VERSION_NUM >= 170000
+#define FencingCreateWaitEventSet(nevents) CreateWaitEventSet(NULL, (nevents))
+#else
+#define FencingCreateWaitEventSet(nevents) \
+	CreateWaitEventSet(TopMemoryContext, (nevents))
+#endif
+
 /* PostgreSQL 17 moved the local transaction id into MyProc->vxid. */
 #if PG_VERSION_NUM >= 170000
 #define FencingLocalTransactionId() (MyProc->vxid.lxid)
 #else
 #define FencingLocalTransactionId() (MyProc->lxid)
 #endif
+
+/*
+ * The waits the extension reports in pg_stat_activity.  PostgreSQL 17 lets
+ * an extension name its own wait events (WaitEventExtensionNew(), class
+ * Extension): a backend waiting on Redis then says which wait it is.
+ * Before 17 every one of them is the generic "Extension".  A name is
+ * registered the first time a backend waits on it (a shared lock and a
+ * hash lookup; the wait it names is a network round trip or a pause, far
+ * longer), and its id is kept for the next waits.
+ */
+typedef enum FencingWaitEvent
+{
+	FENCING_WAIT_REDIS_IO,		/* "FencingRedisIO": a Redis or Sentinel
+								 * socket, sending or awaiting a reply */
+	FENCING_WAIT_REDIS_RETRY,	/* "FencingRedisRetry": the pause before
+								 * trying Sentinel or Cluster discovery again */
+	FENCING_WAIT_LOCK_BUSY,		/* "FencingLockBusy": fenced_acquire()'s
+								 * pause while another holder has the lock */
+} FencingWaitEvent;
+
+#include "utils/wait_event.h"
+
+static inline uint32
+fencing_wait_event(FencingWaitEvent which)
+{
+#if PG_VERSION_NUM >= 170000
+	static const char *const names[] = {
+		[FENCING_WAIT_REDIS_IO] = "FencingRedisIO",
+		[FENCING_WAIT_REDIS_RETRY] = "FencingRedisRetry",
+		[FENCING_WAIT_LOCK_BUSY] = "FencingLockBusy",
+	};
+	static uint32 ids[lengthof(names)];
+
+	if (ids[which] == 0)
+		ids[which] = WaitEventExtensionNew(names[which]);
+	return ids[which];
+#else
+	return PG_WAIT_EXTENSION;
+#endif
+}
 
 #endif							/* FENCING_PG_COMPAT_H */

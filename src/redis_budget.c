@@ -15,6 +15,7 @@
 #include <limits.h>
 
 #include "miscadmin.h"
+#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_budget.h"
 #include "storage/latch.h"
@@ -71,12 +72,12 @@ redis_pause_before_retry(const RedisBudget *budget, int pause_ms)
 	if (budget->interruptible)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, PG_WAIT_EXTENSION);
+						 pause_ms, fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
 	else
 		(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pause_ms, PG_WAIT_EXTENSION);
+						 pause_ms, fencing_wait_event(FENCING_WAIT_REDIS_RETRY));
 	return true;
 }

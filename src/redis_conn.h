@@ -16,6 +16,7 @@
 #ifndef REDIS_CONN_H
 #define REDIS_CONN_H
 
+#include "pg_compat.h"
 #include "redis_io.h"
 
 /* A Lua script; sha is filled in on first use. */
@@ -51,10 +52,11 @@ extern bool redis_commands_noerror(int ncommands, const int *argc,
 extern RedisValue *redis_eval(RedisScript *script, int nkeys,
 							  const char **keys, int nargs,
 							  const char **args);
-extern void redis_refused(const char *command,
-						  const RedisValue *reply) pg_attribute_noreturn();
-extern void redis_unexpected(const char *command, const char *expected,
-							 const RedisValue *got) pg_attribute_noreturn();
+pg_noreturn extern void redis_refused(const char *command,
+									  const RedisValue *reply);
+pg_noreturn extern void redis_unexpected(const char *command,
+										 const char *expected,
+										 const RedisValue *got);
 extern bool redis_call_sent(void);
 #endif
 

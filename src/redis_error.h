@@ -15,6 +15,8 @@
 #ifndef REDIS_ERROR_H
 #define REDIS_ERROR_H
 
+#include "pg_compat.h"
+
 /*
  * A failed call, for ereport (redis_error_raise) or, where nothing may be
  * thrown, as one line of text (redis_error_line).  The strings are
@@ -51,7 +53,7 @@ typedef struct RedisErrorClass
 
 extern bool redis_error_set(RedisError *err, int sqlstate, char *message,
 							char *detail, char *hint);
-extern void redis_error_raise(const RedisError *err) pg_attribute_noreturn();
+pg_noreturn extern void redis_error_raise(const RedisError *err);
 extern char *redis_error_line(const RedisError *err);
 extern const RedisErrorClass *redis_error_class(const char *text);
 extern int	redis_errno_sqlstate(int e);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A Redis call answers to pg_cancel_backend, statement_timeout and
 # pg_terminate_backend well before its Redis timeouts (60 s here) in every
-# phase of the exchange, and shows as the Extension wait event while it
-# waits:
+# phase of the exchange, and shows as an Extension wait event while it
+# waits (FencingRedisIO on PostgreSQL 17 and later):
 #
 #   connect  a listener whose backlog is full (a frozen redis-server with
 #            tcp-backlog 0 and one connection already queued): the SYN
@@ -91,13 +91,16 @@ start_call() {
 	HARNESS_PIDS+=("$BG")
 }
 
-# await_wait NAME: wait until session NAME is waiting, and set WAIT_EVENT
-# to its wait event as pg_stat_activity shows it.
+# await_wait NAME: wait until session NAME is waiting on its Redis socket,
+# and set WAIT_EVENT to its wait event as pg_stat_activity shows it: on
+# PostgreSQL 17 and later the extension's own FencingRedisIO
+# (src/pg_compat.h), before 17 the generic Extension.
 await_wait() {
-	local i
+	local i want=Extension:Extension
+	[ "$(q -c 'SHOW server_version_num')" -ge 170000 ] && want=Extension:FencingRedisIO
 	for i in $(seq 200); do
 		WAIT_EVENT=$(q -c "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = '$1' AND query LIKE '%fenced_acquire%'")
-		[ "$WAIT_EVENT" = "Extension:Extension" ] && return 0
+		[ "$WAIT_EVENT" = "$want" ] && return 0
 		sleep 0.05
 	done
 	return 1
@@ -126,8 +129,8 @@ interrupt() {
 	start_call "$name" "$(phase_sql "$phase")" "${extra[@]}" "SELECT fenced_acquire('$name');"
 	case $how in
 		cancel | terminate)
-			if await_wait "$name"; then ok "$phase: the waiting call shows as the Extension wait event"; else
-				not_ok "$phase: the waiting call shows as the Extension wait event (saw '$WAIT_EVENT')"
+			if await_wait "$name"; then ok "$phase: the waiting call shows as an Extension wait event ($WAIT_EVENT)"; else
+				not_ok "$phase: the waiting call shows as an Extension wait event (saw '$WAIT_EVENT')"
 			fi
 			sleep 0.2
 			T0=$(now_ms)

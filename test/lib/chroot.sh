@@ -1,0 +1,133 @@
+# Debian chroots with a newer PostgreSQL for test/scripts/version_matrix.sh:
+# sourced, not run.
+#
+# The host runs Debian with one PostgreSQL major; the others come from
+# newer Debian suites, each in its own chroot made with debootstrap from
+# the mirror the host's apt sources already use.  A chroot is kept in
+# $FENCING_CHROOTS and reused by the next run when its stamp file is there
+# and its pg_config runs; otherwise it is made afresh.  Everything mounted
+# inside a chroot is unmounted on every exit path (chroot_umount_all, which
+# the caller's EXIT trap runs).
+#
+# Needs root (debootstrap, mount, chroot).
+
+FENCING_CHROOTS=${FENCING_CHROOTS:-/var/cache/fencing-chroots}
+
+CHROOT_MOUNTS=()
+
+# The packages of a chroot for PostgreSQL $1 (python3 for the fake Redis
+# servers of redis_faults.sh).
+chroot_packages() {
+	echo "postgresql-$1 postgresql-server-dev-$1 libhiredis-dev redis-server make gcc python3"
+}
+
+# The Debian archive the host's apt sources use (not the security one):
+# the first URI of a deb822 .sources file or a one-line .list entry.
+chroot_mirror() {
+	local f uri
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		uri=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' "$f" |
+			grep -E '/debian/?$' | head -1)
+		[ -n "$uri" ] && { echo "${uri%/}"; return 0; }
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; break } }' "$f" |
+			grep -E '/debian/?$' | head -1)
+		[ -n "$uri" ] && { echo "${uri%/}"; return 0; }
+	done
+	return 1
+}
+
+# Mount what PostgreSQL needs inside chroot $1: /proc, and a tmpfs on
+# /dev/shm for its dynamic shared memory.
+chroot_mount() {
+	local dir=$1
+	mkdir -p "$dir/proc" "$dir/dev/shm"
+	mount -t proc proc "$dir/proc" && CHROOT_MOUNTS+=("$dir/proc") || return 1
+	mount -t tmpfs -o mode=1777 shm "$dir/dev/shm" && CHROOT_MOUNTS+=("$dir/dev/shm") || return 1
+}
+
+# Unmount everything chroot_mount mounted, newest first.  Never fails.
+chroot_umount_all() {
+	local i
+	for ((i = ${#CHROOT_MOUNTS[@]} - 1; i >= 0; i--)); do
+		umount "${CHROOT_MOUNTS[$i]}" 2>/dev/null || umount -l "${CHROOT_MOUNTS[$i]}" 2>/dev/null
+	done
+	CHROOT_MOUNTS=()
+	return 0
+}
+
+# Unmount what a run killed before its trap left mounted under $1.
+chroot_umount_stale() {
+	local m
+	awk -v d="$1/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
+		while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+	return 0
+}
+
+# Run a command as root inside chroot $1, with a plain environment.
+chroot_run() {
+	local dir=$1
+	shift
+	env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+		DEBIAN_FRONTEND=noninteractive chroot "$dir" "$@"
+}
+
+# Whether chroot $1 is complete for PostgreSQL $2: its stamp names the
+# packages, and its pg_config runs and is that major.
+chroot_valid() {
+	local dir=$1 major=$2
+	[ -f "$dir/.fencing-chroot" ] &&
+		[ "$(cat "$dir/.fencing-chroot")" = "$(chroot_packages "$major")" ] &&
+		chroot_run "$dir" "/usr/lib/postgresql/$major/bin/pg_config" --version 2>/dev/null |
+		grep -q "^PostgreSQL $major\."
+}
+
+# Make sure $FENCING_CHROOTS/$1 is a chroot of Debian suite $2 with
+# PostgreSQL $3 (debootstrap script $4, the suite's name by default), and
+# print where it is.  Reuses a valid one; otherwise makes it afresh, next
+# to it, and moves it into place only once complete.  On failure prints
+# the reason on stderr and returns 1.
+chroot_ensure() {
+	local name=$1 suite=$2 major=$3 script=${4:-$2}
+	local dir=$FENCING_CHROOTS/$name new mirror start log
+	if chroot_valid "$dir" "$major"; then
+		echo "$dir"
+		return 0
+	fi
+	mirror=$(chroot_mirror) || { echo "no Debian mirror in the host's apt sources" >&2; return 1; }
+	command -v debootstrap >/dev/null ||
+		{ echo "debootstrap is not installed (apt-get install debootstrap)" >&2; return 1; }
+	new=$dir.new
+	log=$FENCING_CHROOTS/$name.log
+	mkdir -p "$FENCING_CHROOTS"
+	chroot_umount_stale "$dir"
+	chroot_umount_stale "$new"
+	rm -rf --one-file-system "$dir" "$new"
+	start=$SECONDS
+	harness_log "making the $suite chroot for PostgreSQL $major in $dir"
+	if ! debootstrap --variant=minbase "$suite" "$new" "$mirror" \
+		"/usr/share/debootstrap/scripts/$script" >"$log" 2>&1; then
+		echo "debootstrap $suite from $mirror failed: $(grep -E '^(E|W):' "$log" | tail -1) (see $log)" >&2
+		rm -rf --one-file-system "$new"
+		return 1
+	fi
+	chroot_mount "$new" || { chroot_umount_all; rm -rf --one-file-system "$new"; return 1; }
+	# A suite still in development may carry a Release file past its
+	# Valid-Until date.
+	# shellcheck disable=SC2046
+	if ! { chroot_run "$new" apt-get -o Acquire::Check-Valid-Until=false update &&
+		chroot_run "$new" apt-get install -y --no-install-recommends $(chroot_packages "$major"); } >>"$log" 2>&1; then
+		echo "apt-get install in the $suite chroot failed: $(grep -E '^(E|W):' "$log" | tail -1) (see $log)" >&2
+		chroot_umount_all
+		rm -rf --one-file-system "$new"
+		return 1
+	fi
+	chroot_umount_all
+	chroot_packages "$major" >"$new/.fencing-chroot"
+	mv "$new" "$dir"
+	harness_log "made the $suite chroot in $((SECONDS - start)) s"
+	echo "$dir"
+}
