@@ -12,17 +12,18 @@
  * the latch: cancel, statement_timeout, pg_terminate_backend and
  * postmaster death are served at once in every phase, a reload (which
  * sets the latch too) never breaks a call, and the wait shows as the
- * Extension wait event (FencingRedisIO on PostgreSQL 17 and later).  A budget that is not interruptible, where
- * PostgreSQL holds interrupts, waits on the socket, the postmaster and the
- * clock alone.  Only resolving a host name (getaddrinfo) blocks.
+ * Extension wait event (FencingRedisIO on PostgreSQL 17 and later).  A
+ * budget that is not interruptible, where PostgreSQL holds interrupts,
+ * waits on the socket, the postmaster and the clock alone.  Only
+ * resolving a host name (getaddrinfo) blocks.
  *
  * Caps on one reply, on every socket alike.  hiredis 0.14 buffers a bulk
  * string whole, and allocates an array's element vector as soon as it
  * reads its header, so without caps a hostile server could make a backend
  * allocate without bound.  Bytes are counted as they are read, array
  * elements as hiredis announces them (its reader has no maxelements
- * before 1.0: every socket gets our createArray, which refuses before
- * anything is allocated).  The caps sit far above the largest reply
+ * before 1.0: every socket gets our createArray, redis_value.c, which
+ * refuses before anything is allocated).  The caps sit far above the largest reply
  * expected: CLUSTER SLOTS of 500 primaries with a replica each, the slots
  * scattered in 16,384 ranges, is about 3 MB and 330,000 elements.  The
  * line cap keeps hiredis, which scans a line from its start at every
@@ -65,7 +66,6 @@
 
 #ifdef USE_HIREDIS
 
-#define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
 #define REDIS_MAX_REPLY_LINE		(64 * 1024)
 
 /* Position of the socket in a wait event set (after latch, postmaster). */
@@ -82,12 +82,6 @@ typedef enum RedisReplyLimit
 
 /* The reply being read; one at a time in a backend. */
 static RedisReplyLimit reply_limit = REDIS_LIMIT_NONE;
-static long reply_elements = 0; /* announced so far in this reply */
-
-/* hiredis's reply builders, but for arrays, which go through our cap. */
-static redisReplyObjectFunctions redis_reply_functions;
-static void *(*hiredis_create_array) (const redisReadTask *task,
-									  RedisArrayCount elements) = NULL;
 
 /* A reply received but not yet copied and freed. */
 static redisReply *pending_reply = NULL;
@@ -180,24 +174,6 @@ redis_io_wait(RedisSocket *s, int io, const RedisBudget *budget)
 	}
 }
 
-/*
- * redis_create_array
- *		hiredis's createArray, refused (NULL, which the reader reports as
- *		out of memory) once the reply announces more elements than
- *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
- */
-static void *
-redis_create_array(const redisReadTask *task, RedisArrayCount elements)
-{
-	if (elements > (RedisArrayCount) (REDIS_MAX_REPLY_ELEMENTS - reply_elements))
-	{
-		reply_limit = REDIS_LIMIT_ELEMENTS;
-		return NULL;
-	}
-	reply_elements += elements;
-	return hiredis_create_array(task, elements);
-}
-
 /* The wait of a TLS call: a socket and the budget of the call. */
 typedef struct RedisIoTlsWait
 {
@@ -213,63 +189,68 @@ redis_io_tls_wait(void *arg, int event)
 	return redis_io_wait(w->s, event, w->budget);
 }
 
-/* Describe a send that ran out of time. */
-static bool
-redis_io_send_timed_out(RedisSocket *s, RedisError *err,
-						const RedisBudget *budget)
+/* Where a call ran out of time, for redis_io_timed_out. */
+typedef enum RedisIoPhase
 {
-	return redis_io_fail(s, err, "timed out sending",
-						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
-						 psprintf("timed out sending a command to Redis server at \"%s\"",
-								  s->target),
-						 psprintf("The server did not read the command within %ld ms.",
-								  budget->ms),
-						 psprintf("The limit is %s.", budget->limit));
-}
+	REDIS_IO_HANDSHAKE,
+	REDIS_IO_SEND,
+	REDIS_IO_RECEIVE
+} RedisIoPhase;
 
-/* Describe a reply that did not come in time. */
+/* Describe a deadline that passed in phase. */
 static bool
-redis_io_read_timed_out(RedisSocket *s, RedisError *err,
-						const RedisBudget *budget)
+redis_io_timed_out(RedisSocket *s, RedisError *err, const RedisBudget *budget,
+				   RedisIoPhase phase)
 {
+	char	   *hint = psprintf("The limit is %s.", budget->limit);
+
+	switch (phase)
+	{
+		case REDIS_IO_HANDSHAKE:
+			return redis_io_fail(s, err, "TLS handshake timed out",
+								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+								 psprintf("timed out in the TLS handshake with Redis server at \"%s\"",
+										  s->target),
+								 psprintf("The handshake did not complete within %ld ms.",
+										  budget->ms),
+								 psprintf("%s  A server that does not speak TLS on that port can also cause this.",
+										  hint));
+		case REDIS_IO_SEND:
+			return redis_io_fail(s, err, "timed out sending",
+								 ERRCODE_FENCING_REDIS_UNAVAILABLE,
+								 psprintf("timed out sending a command to Redis server at \"%s\"",
+										  s->target),
+								 psprintf("The server did not read the command within %ld ms.",
+										  budget->ms),
+								 hint);
+		case REDIS_IO_RECEIVE:
+			break;
+	}
 	return redis_io_fail(s, err, "timed out waiting for a reply",
 						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
 						 psprintf("timed out waiting for a reply from Redis server at \"%s\"",
 								  s->target),
 						 psprintf("No reply arrived within %ld ms.", budget->ms),
-						 psprintf("The limit is %s.", budget->limit));
-}
-
-/* Describe a handshake that did not complete in time. */
-static bool
-redis_io_handshake_timed_out(RedisSocket *s, RedisError *err,
-							 const RedisBudget *budget)
-{
-	return redis_io_fail(s, err, "TLS handshake timed out",
-						 ERRCODE_FENCING_REDIS_UNAVAILABLE,
-						 psprintf("timed out in the TLS handshake with Redis server at \"%s\"",
-								  s->target),
-						 psprintf("The handshake did not complete within %ld ms.",
-								  budget->ms),
-						 psprintf("The limit is %s.  A server that does not speak TLS on that port can also cause this.",
-								  budget->limit));
+						 hint);
 }
 
 /*
  * redis_io_tls_done
  *		Whether a TLS call went through; if not, the socket is closed and
- *		*err says why (timed_out describes a deadline that passed).
+ *		*err says why (a deadline that passed: in phase).
  */
 static bool
 redis_io_tls_done(RedisSocket *s, RedisTlsOutcome outcome, RedisError *err,
-				  bool (*timed_out) (RedisSocket *, RedisError *,
-									 const RedisBudget *),
-				  const RedisBudget *budget)
+				  RedisIoPhase phase, const RedisBudget *budget)
 {
 	if (outcome == REDIS_TLS_OK)
 		return true;
 	if (outcome == REDIS_TLS_TIMEOUT)
-		return timed_out(s, err, budget);
+		return redis_io_timed_out(s, err, budget, phase);
+	/* TLS 1.3 servers check a client's certificate after its handshake */
+	if (phase != REDIS_IO_HANDSHAKE && !s->answered && err->hint == NULL &&
+		err->sqlstate == ERRCODE_FENCING_REDIS_UNAVAILABLE)
+		err->hint = pstrdup("A server that refuses this client's certificate, or wants one (tls-auth-clients), closes the connection after the handshake: check fencing.redis_tls_cert_file and fencing.redis_tls_key_file.");
 	err->sent = s->sent;
 	redis_io_close(s);
 	return false;
@@ -326,14 +307,7 @@ redis_io_connect(RedisSocket *s, const char *host, int port,
 									  s->target, c->errstr),
 							 NULL, NULL);
 
-	/* Replies are built by hiredis's functions, arrays under our cap. */
-	if (hiredis_create_array == NULL)
-	{
-		redis_reply_functions = *c->reader->fn;
-		hiredis_create_array = redis_reply_functions.createArray;
-		redis_reply_functions.createArray = redis_create_array;
-	}
-	c->reader->fn = &redis_reply_functions;
+	redis_value_cap_arrays(c->reader);
 
 	s->wes = FencingCreateWaitEventSet(3);
 	AddWaitEventToSet(s->wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
@@ -365,7 +339,7 @@ redis_io_connect(RedisSocket *s, const char *host, int port,
 	}
 	return redis_io_tls_done(s, redis_tls_connect(s->ssl, redis_io_tls_wait, &w,
 												  s->target, err),
-							 err, redis_io_handshake_timed_out, budget);
+							 err, REDIS_IO_HANDSHAKE, budget);
 }
 
 /* Describe a reply that went over a cap. */
@@ -408,6 +382,8 @@ redis_io_failed(RedisSocket *s, RedisError *err, bool secret)
 {
 	redisContext *c = s->ctx;
 
+	if (redis_value_arrays_refused())
+		reply_limit = REDIS_LIMIT_ELEMENTS;
 	if (reply_limit != REDIS_LIMIT_NONE)
 		return redis_io_too_large(s, err);
 	if (c->err == REDIS_ERR_OOM)
@@ -457,7 +433,7 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 	size_t		reply_bytes = 0;
 
 	reply_limit = REDIS_LIMIT_NONE;
-	reply_elements = 0;
+	redis_value_start_reply();
 	for (;;)
 	{
 		size_t		nread;
@@ -474,7 +450,7 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 														&nread,
 														redis_io_tls_wait, &w,
 														s->target, err),
-								   err, redis_io_read_timed_out, budget))
+								   err, REDIS_IO_RECEIVE, budget))
 				return false;
 		}
 		else
@@ -482,7 +458,7 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 			size_t		buffered;
 
 			if (!redis_io_wait(s, WL_SOCKET_READABLE, budget))
-				return redis_io_read_timed_out(s, err, budget);
+				return redis_io_timed_out(s, err, budget, REDIS_IO_RECEIVE);
 			buffered = s->ctx->reader->len;
 			if (redisBufferRead(s->ctx) != REDIS_OK)
 				return redis_io_failed(s, err, secret);
@@ -511,6 +487,7 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 	*reply = redis_value_copy(pending_reply);
 	freeReplyObject(pending_reply);
 	pending_reply = NULL;
+	s->answered = true;
 	return true;
 }
 
@@ -545,7 +522,7 @@ redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
 												 secret, &s->sent,
 												 redis_io_tls_wait, &w,
 												 s->target, err),
-							   err, redis_io_send_timed_out, budget))
+							   err, REDIS_IO_SEND, budget))
 			return false;
 	}
 	else
@@ -570,7 +547,7 @@ redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
 			if (done)
 				break;
 			if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
-				return redis_io_send_timed_out(s, err, budget);
+				return redis_io_timed_out(s, err, budget, REDIS_IO_SEND);
 		}
 	}
 

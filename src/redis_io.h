@@ -38,6 +38,7 @@ typedef struct RedisSocket
 	bool		fd_reserved;
 	bool		in_flight;		/* commands sent, replies not all read */
 	bool		sent;			/* the last exchange reached the socket */
+	bool		answered;		/* a reply was read on this socket */
 	size_t		max_bytes;		/* cap on one reply */
 	char		target[REDIS_TARGET_LEN];	/* as messages name it */
 } RedisSocket;

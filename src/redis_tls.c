@@ -27,7 +27,7 @@
 #include "postgres.h"
 
 #ifdef USE_HIREDIS
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #endif

@@ -1,9 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * redis_value.c
- *	  A Redis reply, copied out of hiredis into the current memory
- *	  context: hiredis memory is malloc'd, so each reply is copied and
- *	  freed at once, and no ereport can leak or dangle it.
+ *	  A Redis reply: its arrays capped as hiredis reads them, then copied
+ *	  out of hiredis into the current memory context.
+ *
+ * hiredis allocates an array's element vector as soon as it reads its
+ * header, and its reader has no maxelements before 1.0: every reader gets
+ * our createArray, which refuses (see redis_io.c for the other caps).
+ * hiredis memory is malloc'd, so each reply is copied and freed at once,
+ * and no ereport can leak or dangle it.
  *
  * IDENTIFICATION
  *	  src/redis_value.c
@@ -13,12 +18,67 @@
 #include "postgres.h"
 
 #ifdef USE_HIREDIS
-#include <hiredis/hiredis.h>
+#include "hiredis_compat.h"
 #endif
 
 #include "redis_value.h"
 
 #ifdef USE_HIREDIS
+
+/* The reply being read; one at a time in a backend. */
+static long reply_elements = 0; /* announced so far in this reply */
+static bool arrays_refused = false;
+
+/* hiredis's reply builders, but for arrays, which go through our cap. */
+static redisReplyObjectFunctions redis_reply_functions;
+static void *(*hiredis_create_array) (const redisReadTask *task,
+									  RedisArrayCount elements) = NULL;
+
+/*
+ * redis_create_array
+ *		hiredis's createArray, refused (NULL, which the reader reports as
+ *		out of memory) once the reply announces more elements than
+ *		REDIS_MAX_REPLY_ELEMENTS in all, before anything is allocated.
+ */
+static void *
+redis_create_array(const redisReadTask *task, RedisArrayCount elements)
+{
+	if (elements > (RedisArrayCount) (REDIS_MAX_REPLY_ELEMENTS - reply_elements))
+	{
+		arrays_refused = true;
+		return NULL;
+	}
+	reply_elements += elements;
+	return hiredis_create_array(task, elements);
+}
+
+/* Build the replies of reader with hiredis's functions, arrays capped. */
+void
+redis_value_cap_arrays(redisReader *reader)
+{
+	if (hiredis_create_array == NULL)
+	{
+		redis_reply_functions = *reader->fn;
+		hiredis_create_array = redis_reply_functions.createArray;
+		redis_reply_functions.createArray = redis_create_array;
+	}
+	reader->fn = &redis_reply_functions;
+}
+
+/* A new reply is to be read: nothing counted, nothing refused yet. */
+void
+redis_value_start_reply(void)
+{
+	reply_elements = 0;
+	arrays_refused = false;
+}
+
+/* Whether the reply being read announced more elements than the cap. */
+bool
+redis_value_arrays_refused(void)
+{
+	return arrays_refused;
+}
 
 /* Copy a hiredis reply into the current memory context. */
 RedisValue *

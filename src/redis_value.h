@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * redis_value.h
- *	  A Redis reply, copied out of hiredis into palloc'd memory.
+ *	  A Redis reply: its arrays capped as hiredis reads them, then copied
+ *	  out of hiredis into palloc'd memory.
  *
  * IDENTIFICATION
  *	  src/redis_value.h
@@ -33,8 +34,15 @@ typedef struct RedisValue
 } RedisValue;
 
 #ifdef USE_HIREDIS
+struct redisReader;
 struct redisReply;
 
+/* The cap on the array elements of one reply, all arrays in it together. */
+#define REDIS_MAX_REPLY_ELEMENTS	(1024 * 1024)
+
+extern void redis_value_cap_arrays(struct redisReader *reader);
+extern void redis_value_start_reply(void);
+extern bool redis_value_arrays_refused(void);
 extern RedisValue *redis_value_copy(const struct redisReply *r);
 #endif
 
