@@ -28,6 +28,7 @@ OBJS = \
 	src/marks.o \
 	src/marks_cache.o \
 	src/marks_hint.o \
+	src/marks_read.o \
 	src/marks_sql.o \
 	src/marks_table.o \
 	src/marks_write.o \

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * marks_table.h
- *	  The marks table, fence_high_water: finding it, checking its shape,
- *	  and reading (marks_table.c) and writing (marks_write.c) its rows on
- *	  the heap and the index.
+ *	  The marks table, fence_high_water: finding it and checking its shape
+ *	  (marks_table.c), reading (marks_read.c) and writing (marks_write.c)
+ *	  its rows on the heap and the index.
  *
  * IDENTIFICATION
  *	  src/marks_table.h
@@ -67,11 +67,14 @@ typedef enum MarksLook
 /* Polling interval of a bounded wait for a writer in progress, in ms. */
 #define MARKS_POLL_MS			5
 
-/* marks_table.c: finding, checking and reading the table */
+/* marks_table.c: finding the table and checking its shape */
 extern void marks_table_init(void (*forget_versions) (void));
 extern Oid	marks_relid(void);
 extern void marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode);
 extern void marks_close(MarksRel *m);
+extern BlockNumber marks_nblocks(MarksRel *m);
+
+/* marks_read.c: reading its rows */
 
 extern MarksLook marks_look(MarksRel *m, const MarksWait *wait,
 							HeapTuple *tuple);
