@@ -16,9 +16,10 @@ FENCING_CHROOTS=${FENCING_CHROOTS:-/var/cache/fencing-chroots}
 CHROOT_MOUNTS=()
 
 # The packages of a chroot for PostgreSQL $1 (python3 for the fake Redis
-# servers of redis_faults.sh).
+# servers of redis_faults.sh; OpenSSL's headers, which the TLS transport
+# builds against, come with postgresql-server-dev through libpq-dev).
 chroot_packages() {
-	echo "postgresql-$1 postgresql-server-dev-$1 libhiredis-dev libssl-dev redis-server make gcc python3"
+	echo "postgresql-$1 postgresql-server-dev-$1 libhiredis-dev redis-server make gcc python3"
 }
 
 # The Debian archive the host's apt sources use (not the security one):
