@@ -69,7 +69,7 @@ sql one -c "INSERT INTO plain VALUES (1, 1)"
 expect_eq "the partitions of a two-level tree show as one row of its root" \
 	"orders|7|4|2|1|4
 plain|1|1|0|0|1" \
-	"$(sql one -c "SELECT $cols FROM fence_stat_tables ORDER BY 1::text")"
+	"$(sql one -c "SELECT $cols FROM fence_stat_tables ORDER BY table_name::text")"
 expect_eq "... while each partition keeps an entry of its own" "4" \
 	"$(sql one -c 'SELECT tables FROM fence_stat_info')"
 expect_eq "last_rejected_at: within the writes for the root, NULL for a table never rejected" "t|t" \
