@@ -38,6 +38,7 @@
 #include "funcapi.h"
 #include "marks.h"
 #include "miscadmin.h"
+#include "pg_compat.h"
 #include "parser/parse_relation.h"
 #include "resource_template.h"
 #include "utils/acl.h"
@@ -120,7 +121,7 @@ fence_check_coverage(PG_FUNCTION_ARGS)
 		 * Every row is read, whatever policies apply: the owner's alone.  Of
 		 * all guarded tables, those of other owners are passed over.
 		 */
-		if (!pg_class_ownercheck(relid, GetUserId()))
+		if (!fencing_relation_ownercheck(relid, GetUserId()))
 		{
 			if (PG_ARGISNULL(0))
 				continue;
