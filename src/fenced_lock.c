@@ -30,6 +30,7 @@
 
 #include "fence_token.h"
 #include "fenced_acquire.h"
+#include "fenced_lock.h"
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"
 #include "funcapi.h"
@@ -46,6 +47,29 @@ PG_FUNCTION_INFO_V1(fenced_acquire_xact);
 PG_FUNCTION_INFO_V1(fenced_extend);
 PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
+
+/*
+ * The module's transaction and session ends (fencing.c), carried out by the
+ * release batches of lease_release.c; a build without hiredis has its own
+ * (fenced_lock_nohiredis.c).
+ */
+void
+fenced_lock_at_xact_end(bool commit)
+{
+	lease_release_at_xact_end(commit);
+}
+
+void
+fenced_lock_pre_prepare(void)
+{
+	lease_release_pre_prepare();
+}
+
+void
+fenced_lock_discard_all(void)
+{
+	lease_release_discard_all();
+}
 
 static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
 static RedisScript extend_counter_script = {"fencing counter extend script", FENCED_EXTEND_COUNTER_LUA, ""};

@@ -18,7 +18,6 @@
 
 #include "common/int.h"
 #include "datatype/timestamp.h"
-#include "fenced_lock.h"
 #include "fenced_settings.h"
 #include "fencing_errcodes.h"
 #include "lib/stringinfo.h"
@@ -91,11 +90,11 @@ check_key_template(char **newval, void **extra, GucSource source)
 }
 
 /*
- * fenced_lock_init
+ * fenced_settings_init
  *		Define the lock settings; called from _PG_init.
  */
 void
-fenced_lock_init(void)
+fenced_settings_init(void)
 {
 	DefineCustomStringVariable("fencing.redis_lock_key",
 							   "Template of the Redis key that holds the lock of a resource.",

@@ -14,6 +14,8 @@
 
 #include "fmgr.h"
 
+extern void fenced_settings_init(void);
+
 extern char *fencing_redis_lock_key;
 extern char *fencing_redis_token_key;
 extern int	fencing_redis_wait_replicas;

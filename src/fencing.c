@@ -16,6 +16,7 @@
 #include "declared.h"
 #include "executor/executor.h"
 #include "fenced_lock.h"
+#include "fenced_settings.h"
 #include "fencing.h"
 #include "fmgr.h"
 #include "guard_config.h"
@@ -199,7 +200,7 @@ _PG_init(void)
 	ProcessUtility_hook = fencing_ProcessUtility;
 	fencing_note_load();
 	redis_settings_init();
-	fenced_lock_init();
+	fenced_settings_init();
 	stats_init();
 	session_state_init();
 	MarkGUCPrefixReserved("fencing");

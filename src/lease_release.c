@@ -21,7 +21,6 @@
  */
 #include "postgres.h"
 
-#include "fenced_lock.h"
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"
 #include "lease_release.h"
@@ -200,14 +199,14 @@ release_batch_add_xact_unknown(ReleaseBatch *batch)
 }
 
 /*
- * fenced_lock_at_xact_end
+ * lease_release_at_xact_end
  *		Give back the transaction's leases, and any lock its unknown-outcome
  *		attempts took; called when a transaction ends, whichever way, where
  *		nothing may throw.  The declarations of their tokens end with the
  *		transaction too (declared.c).
  */
 void
-fenced_lock_at_xact_end(bool commit)
+lease_release_at_xact_end(bool commit)
 {
 	ReleaseBatch batch;
 	ListCell   *lc;
@@ -250,13 +249,13 @@ fenced_lock_at_xact_end(bool commit)
 }
 
 /*
- * fenced_lock_pre_prepare
+ * lease_release_pre_prepare
  *		Refuse to PREPARE a transaction that holds a transaction lease: its
  *		lock would have to outlive the transaction's end in this session,
  *		and COMMIT PREPARED may come from another.
  */
 void
-fenced_lock_pre_prepare(void)
+lease_release_pre_prepare(void)
 {
 	ListCell   *lc;
 
@@ -312,13 +311,13 @@ fenced_lock_release_all(void)
 }
 
 /*
- * fenced_lock_discard_all
+ * lease_release_discard_all
  *		DISCARD ALL: give back every lock of the session and forget every
  *		lease, so that the pooler's next client starts clean.  A failed
  *		release is a WARNING: the reset must succeed.
  */
 void
-fenced_lock_discard_all(void)
+lease_release_discard_all(void)
 {
 	fenced_lock_release_all();
 	leases_forget_all();

@@ -17,5 +17,8 @@
 extern RedisScript release_script;
 
 extern void lease_release_register_exit(void);
+extern void lease_release_at_xact_end(bool commit);
+extern void lease_release_pre_prepare(void);
+extern void lease_release_discard_all(void);
 
 #endif							/* LEASE_RELEASE_H */

@@ -77,6 +77,17 @@ typedef enum ClaimMode
 } ClaimMode;
 
 /*
+ * marks_at_xact_end
+ *		Forget what this transaction checked and held (marks_cache.c);
+ *		called when a transaction ends, whichever way.
+ */
+void
+marks_at_xact_end(void)
+{
+	marks_cache_at_xact_end();
+}
+
+/*
  * marks_init
  *		Register the cache's callbacks and the hint table; called from
  *		_PG_init.

@@ -25,7 +25,6 @@
 
 #include "access/xact.h"
 #include "common/hashfn.h"
-#include "marks.h"
 #include "marks_cache.h"
 #include "marks_table.h"
 #include "utils/memutils.h"
@@ -68,12 +67,12 @@ static int	checked_count = 0;
 static MemoryContext checked_cxt = NULL;
 
 /*
- * marks_at_xact_end
+ * marks_cache_at_xact_end
  *		Empty the per-transaction cache; called when a transaction ends,
  *		whichever way.
  */
 void
-marks_at_xact_end(void)
+marks_cache_at_xact_end(void)
 {
 	int			i;
 

@@ -28,6 +28,7 @@ typedef struct CheckedLevel
 } CheckedLevel;
 
 extern void marks_cache_init(void);
+extern void marks_cache_at_xact_end(void);
 extern uint32 checked_hash(const char *resource);
 extern CheckedLevel *checked_held(const char *resource, uint32 hash);
 extern void checked_remember(const char *resource, uint32 hash,
