@@ -157,24 +157,14 @@ attach_has_trigger(Oid relid, Oid funcoid)
 }
 
 /*
- * attach_seed_joined
- *		Seed the marks of a table that has just joined a fenced hierarchy
- *		(ALTER TABLE ... ATTACH PARTITION or INHERIT) from the rows of relid
- *		and the tables below it, as fence_attach() does; returns the number
- *		of resources seeded.  Called by the event trigger (ddl_guard.c).
- *
- * Without it, a row at token 500 in the newcomer would not fence its
- * resource: a new row of that resource at 400 would be accepted (the
- * row-token floor covers only the row itself).  The DDL holds an ACCESS
- * EXCLUSIVE lock on relid, and ATTACH PARTITION on the tables below it
- * too, until the transaction ends, so no write slips between the scan and
- * the guard; the tables below it are locked here against writers for
- * INHERIT, which does not lock them.
+ * attach_seed_tables
+ *		Raise the marks of every table of tables that guard fences in
+ *		resource scope to the tokens its rows carry, in this transaction;
+ *		the resources seeded.  The tables must be locked against writers.
  */
-int64
-attach_seed_joined(Oid relid, Oid guard)
+static int64
+attach_seed_tables(List *tables, Oid guard)
 {
-	List	   *tables = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
 	ListCell   *lc;
 	int64		seeded = 0;
 
@@ -192,6 +182,29 @@ attach_seed_joined(Oid relid, Oid guard)
 		attach_seed_end(&scan);
 	}
 	return seeded;
+}
+
+/*
+ * attach_seed_joined
+ *		Seed the marks of a table that has just joined a fenced hierarchy
+ *		(ALTER TABLE ... ATTACH PARTITION or INHERIT) from the rows of relid
+ *		and the tables below it, as fence_attach() does; returns the number
+ *		of resources seeded.  Called by the event trigger (ddl_guard.c).
+ *
+ * Without it, a row at token 500 in the newcomer would not fence its
+ * resource: a new row of that resource at 400 would be accepted (the
+ * row-token floor covers only the row itself).  The DDL holds an ACCESS
+ * EXCLUSIVE lock on relid, and ATTACH PARTITION on the tables below it
+ * too, until the transaction ends, so no write slips between the scan and
+ * the guard; the tables below it are locked here against writers for
+ * INHERIT, which does not lock them.
+ */
+int64
+attach_seed_joined(Oid relid, Oid guard)
+{
+	return attach_seed_tables(find_all_inheritors(relid, ShareRowExclusiveLock,
+												  NULL),
+							  guard);
 }
 
 /*
@@ -310,8 +323,6 @@ fence_attach(PG_FUNCTION_ARGS)
 	Oid			extnsp = extension_schema_of_call(fcinfo);
 	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
 	List	   *tables;
-	ListCell   *lc;
-	int64		seeded = 0;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -323,20 +334,7 @@ fence_attach(PG_FUNCTION_ARGS)
 						  PG_GETARG_ARRAYTYPE_P(3));
 
 	/* Every table below is locked: seed them in this transaction. */
-	foreach(lc, tables)
-	{
-		SeedScan	scan;
-
-		if (!attach_seed_guarded(lfirst_oid(lc), guard))
-			continue;
-		attach_seed_begin(&scan, lfirst_oid(lc), guard, true,
-						  ATTACH_BATCH_ROWS);
-		while (attach_seed_batch(&scan))
-			;
-		seeded += scan.resources;
-		attach_seed_end(&scan);
-	}
-	PG_RETURN_INT64(seeded);
+	PG_RETURN_INT64(attach_seed_tables(tables, guard));
 }
 
 /*
