@@ -342,6 +342,7 @@ acquire_begin(Acquisition *a, const char *resource, int ttl_ms, int wait_ms,
 	if (fencing_acquire_raises_mark)
 		fenced_prevent_read_only();
 	lease_release_register_exit();
+	redis_script_prepare(&release_script);
 	a->started = GetCurrentTimestamp();
 	a->deadline = TimestampTzPlusMilliseconds(a->started, wait_ms);
 }

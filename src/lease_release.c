@@ -83,8 +83,17 @@ release_batch_add(ReleaseBatch *batch, const char *resource, int nowners,
 		batch->argc = repalloc(batch->argc, sizeof(int) * batch->size);
 		batch->argv = repalloc(batch->argv, sizeof(char **) * batch->size);
 	}
-	argv[0] = "EVAL";
-	argv[1] = release_script.text;
+	/* the SHA1 is computed at acquisition, where an error may be thrown */
+	if (release_script.sha[0] != '\0')
+	{
+		argv[0] = "EVALSHA";
+		argv[1] = release_script.sha;
+	}
+	else
+	{
+		argv[0] = "EVAL";
+		argv[1] = release_script.text;
+	}
 	argv[2] = "1";
 	argv[3] = fenced_keys(resource, NULL);
 	for (i = 0; i < nowners; i++)
@@ -124,6 +133,43 @@ release_batch_add_lease(ReleaseBatch *batch, Lease *lease)
 }
 
 /*
+ * release_batch_resend_unknown_script
+ *		Send again, with EVAL and the script's text, the releases that the
+ *		server refused with NOSCRIPT (its script cache emptied by a restart,
+ *		a failover or SCRIPT FLUSH); such a release ran nothing.  Their
+ *		replies replace the NOSCRIPT ones; a failure is left in *failure.
+ */
+static void
+release_batch_resend_unknown_script(ReleaseBatch *batch, RedisValue **replies,
+									char **failure)
+{
+	int		   *which = palloc(sizeof(int) * batch->n);
+	int		   *argc = palloc(sizeof(int) * batch->n);
+	const char ***argv = palloc(sizeof(char **) * batch->n);
+	RedisValue **again = palloc(sizeof(RedisValue *) * batch->n);
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < batch->n; i++)
+	{
+		if (replies[i]->type != REDIS_VALUE_ERROR ||
+			strncmp(replies[i]->str, "NOSCRIPT", 8) != 0)
+			continue;
+		batch->argv[i][0] = "EVAL";
+		batch->argv[i][1] = release_script.text;
+		which[n] = i;
+		argc[n] = batch->argc[i];
+		argv[n] = batch->argv[i];
+		n++;
+	}
+	if (n == 0)
+		return;
+	(void) redis_commands_noerror(n, argc, argv, again, failure);
+	for (i = 0; i < n; i++)
+		replies[which[i]] = again[i];
+}
+
+/*
  * release_batch_send
  *		Send the releases, pipelined, under one command timeout; a failure
  *		is one WARNING, never an error.  The batch is gone afterwards.
@@ -145,8 +191,9 @@ release_batch_send(ReleaseBatch *batch)
 	}
 	old = MemoryContextSwitchTo(release_cxt);
 	replies = palloc(sizeof(RedisValue *) * batch->n);
-	(void) redis_commands_noerror(batch->n, batch->argc, batch->argv,
-								  replies, &failure);
+	if (redis_commands_noerror(batch->n, batch->argc, batch->argv,
+							   replies, &failure))
+		release_batch_resend_unknown_script(batch, replies, &failure);
 	for (i = 0; i < batch->n; i++)
 	{
 		if (replies[i] != NULL && replies[i]->type == REDIS_VALUE_INTEGER)

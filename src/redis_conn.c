@@ -382,6 +382,18 @@ redis_script_sha(RedisScript *script)
 }
 
 /*
+ * redis_script_prepare
+ *		Compute a script's SHA1 now, where an error may be thrown, for a
+ *		caller that sends it later where none may (the release at commit).
+ */
+void
+redis_script_prepare(RedisScript *script)
+{
+	if (script->sha[0] == '\0')
+		redis_script_sha(script);
+}
+
+/*
  * redis_eval
  *		Run a Lua script with EVALSHA, falling back to EVAL when the server
  *		does not have it cached, and return its reply.
@@ -405,8 +417,7 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 	bool		evaluated = false;
 	bool		rediscovered = false;
 
-	if (script->sha[0] == '\0')
-		redis_script_sha(script);
+	redis_script_prepare(script);
 
 	snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
 	argv[0] = "EVALSHA";

@@ -49,6 +49,7 @@ extern bool redis_commands_noerror(int ncommands, const int *argc,
 								   const char ***argv, RedisValue **replies,
 								   char **failure);
 
+extern void redis_script_prepare(RedisScript *script);
 extern RedisValue *redis_eval(RedisScript *script, int nkeys,
 							  const char **keys, int nargs,
 							  const char **args);

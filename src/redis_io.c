@@ -14,8 +14,10 @@
  * sets the latch too) never breaks a call, and the wait shows as the
  * Extension wait event (FencingRedisIO on PostgreSQL 17 and later).  A
  * budget that is not interruptible, where PostgreSQL holds interrupts,
- * waits on the socket, the postmaster and the clock alone.  Only
- * resolving a host name (getaddrinfo) blocks.
+ * waits on the socket, the postmaster and the clock alone, in the same
+ * event set (a set made per wait would cost four system calls more, at
+ * every commit that gives a lock back).  Only resolving a host name
+ * (getaddrinfo) blocks.
  *
  * Caps on one reply, on every socket alike.  hiredis 0.14 buffers a bulk
  * string whole, and allocates an array's element vector as soon as it
@@ -137,41 +139,46 @@ redis_io_fail(RedisSocket *s, RedisError *err, const char *reason,
 static bool
 redis_io_wait(RedisSocket *s, int io, const RedisBudget *budget)
 {
+	bool		latch_was_set = false;
+	bool		ready = false;
+
+	if (s->wes_io != io)
+	{
+		ModifyWaitEvent(s->wes, REDIS_WES_SOCKET_POS, io, NULL);
+		s->wes_io = io;
+	}
 	for (;;)
 	{
 		long		remaining;
+		WaitEvent	event;
 
 		if (budget->interruptible)
 			CHECK_FOR_INTERRUPTS();
 		remaining = redis_budget_remaining(budget);
 		if (remaining <= 0)
-			return false;
+			break;
 		remaining = Min(remaining, INT_MAX);
 
-		if (budget->interruptible)
+		if (WaitEventSetWait(s->wes, remaining, &event, 1,
+							 fencing_wait_event(FENCING_WAIT_REDIS_IO)) == 0)
+			continue;			/* timed out: the loop says so */
+		if (event.events & WL_LATCH_SET)
 		{
-			WaitEvent	event;
-
-			if (s->wes_io != io)
-			{
-				ModifyWaitEvent(s->wes, REDIS_WES_SOCKET_POS, io, NULL);
-				s->wes_io = io;
-			}
-			if (WaitEventSetWait(s->wes, remaining, &event, 1,
-								 fencing_wait_event(FENCING_WAIT_REDIS_IO)) == 0)
-				continue;		/* timed out: the loop says so */
-			if (event.events & WL_LATCH_SET)
-			{
-				ResetLatch(MyLatch);
-				continue;		/* interrupts are served at the top */
-			}
-			return true;
+			/*
+			 * Interruptible: served at the top.  Otherwise the latch is
+			 * reset so as to sleep on the socket, and set again before
+			 * returning, for the waits that come after this one to see.
+			 */
+			ResetLatch(MyLatch);
+			latch_was_set = latch_was_set || !budget->interruptible;
+			continue;
 		}
-		else if (WaitLatchOrSocket(NULL, io | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								   s->ctx->fd, remaining,
-								   fencing_wait_event(FENCING_WAIT_REDIS_IO)) & io)
-			return true;
+		ready = true;
+		break;
 	}
+	if (latch_was_set)
+		SetLatch(MyLatch);
+	return ready;
 }
 
 /* The wait of a TLS call: a socket and the budget of the call. */

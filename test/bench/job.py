@@ -9,8 +9,8 @@ time of their backends and of redis-server from /proc (schedstat: ns on
 a CPU; stat: clock ticks, where schedstat is missing).
 
 Usage: job.py PGPORT REDIS_PORT REDIS_PID SECONDS ROUNDS SYNC
-prints one line per measurement: round design jobs/s backend-us/job
-redis-us/job, then nothing else (the summary is the shell's).
+prints the backends' PIDs, then one line per measurement: round design
+jobs/s backend-us/job redis-us/job client-us/job, and nothing else (the summary is the shell's).
 """
 import multiprocessing as mp
 import os
@@ -123,12 +123,14 @@ class Worker:
         rnd = random.Random()
         jobs = 0
         before = cpu_ns(self.backend)
+        own = time.process_time()
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             self.job(design, rnd.randint(1, ACCOUNTS))
             jobs += 1
         after = cpu_ns(self.backend)
-        return jobs, None if before is None or after is None else after - before
+        own = time.process_time() - own
+        return jobs, None if before is None or after is None else after - before, own
 
 
 def serve(conn, pgport, redis_port, sync):
@@ -165,12 +167,14 @@ def main():
         results = [p.recv() for p in pipes]
         elapsed = time.monotonic() - t0
         r1 = cpu_ns(redis_pid)
-        jobs = sum(j for j, _ in results)
-        cpus = [c for _, c in results]
+        jobs = sum(j for j, _, _ in results)
+        cpus = [c for _, c, _ in results]
+        client = sum(o for _, _, o in results) * 1e6 / jobs
         be = "-" if None in cpus else "%.1f" % (sum(cpus) / 1000.0 / jobs)
         rc = "-" if r0 is None or r1 is None else "%.1f" % ((r1 - r0) / 1000.0 / jobs)
         if rnd > 0:
-            print("%d %s %.0f %s %s" % (rnd, design, jobs / elapsed, be, rc), flush=True)
+            print("%d %s %.0f %s %s %.1f" % (rnd, design, jobs / elapsed, be, rc, client),
+                  flush=True)
     for p in pipes:
         p.send(None)
 
