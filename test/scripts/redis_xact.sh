@@ -86,6 +86,15 @@ sess a "COMMIT;"
 expect "three transaction leases are given back together at COMMIT" \
 	"$S|$R|$(held x:5)$(held x:6)$(held x:7)" "00000||000"
 
+# The release at commit is sent by its SHA1; a server whose script cache
+# was emptied meanwhile answers NOSCRIPT, and the release goes again with
+# the script's text.
+sess a "BEGIN; SELECT fenced_acquire_xact('x:5') IS NOT NULL, fenced_acquire_xact('x:6') IS NOT NULL;"
+rcli SCRIPT FLUSH >/dev/null
+sess a "COMMIT;"
+expect "after SCRIPT FLUSH, COMMIT still gives both locks back, without a warning" \
+	"$S|$R|$(held x:5)$(held x:6)" "00000||00"
+
 # ---------------------------------------------- session or transaction
 
 sess a "SELECT fenced_acquire('x:8') IS NOT NULL;"
