@@ -109,13 +109,13 @@ class Worker:
                         " WHERE id = %s AND tok < %s", (b + 1, t, n, t))
             self.hand_unlock("rw", n)
         elif design == "rw_fenced":
-            self.pg.autocommit = False
-            cur.execute("SELECT fenced_acquire_xact('rf:%s', wait => '10s')", (n,))
+            # BEGIN sent with the acquisition: psycopg2's own BEGIN would be
+            # a round trip of its own
+            cur.execute("BEGIN; SELECT fenced_acquire_xact('rf:%s', wait => '10s')", (n,))
             cur.execute("SELECT balance FROM acct_rwfenced WHERE id = %s", (n,))
             b = cur.fetchone()[0]
             cur.execute("UPDATE acct_rwfenced SET balance = %s WHERE id = %s", (b + 1, n))
-            self.pg.commit()
-            self.pg.autocommit = True
+            cur.execute("COMMIT")
         else:
             raise ValueError(design)
 
