@@ -5,6 +5,7 @@
 #   rules (test/lib/doc_links.py);
 # - every "<!-- snippet: NAME (run by SCRIPT) -->" block is extracted by
 #   the SCRIPT it names, and every snippet a suite extracts exists, once;
+# - doc/ has its five files: guard, redis, clients, operations, design;
 # - both SQLSTATE tables (README.md's short one, doc/operations.md's full
 #   one, with doc/redis.md's for class TF1) name every code of
 #   src/fencing_errcodes.h and no other of class TF;
@@ -17,7 +18,12 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 cd "$FENCING_TOP"
+shopt -s nullglob
 docs=(README.md doc/*.md)
+
+# the reference's files, one a subject (other documents link to them)
+expect_eq "doc/ holds the reference, one file a subject" \
+	"doc/clients.md doc/design.md doc/guard.md doc/operations.md doc/redis.md" "${docs[*]:1}"
 
 # links and anchors
 while IFS= read -r line; do
