@@ -147,7 +147,7 @@ token=$(sql mixed -c "BEGIN" -c "SELECT fenced_acquire_xact('order:9')" \
 	-c "UPDATE orders SET status = 'acquired' WHERE order_id = 9" -c "COMMIT")
 out=$(PGDATABASE=mixed /usr/bin/python3 "$workdir/worker.py" 2>&1)
 expect_eq "default layout: after a fenced_acquire_xact() write the INCR worker is fenced out, and the hint names the two sources" \
-	"fenced out: Token and mark are $((${#token} - 1)) orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (README \"Mixing token sources\")." \
+	"fenced out: Token and mark are $((${#token} - 1)) orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\")." \
 	"$out"
 check "... and doc/clients.md shows that hint" grep -qF "HINT:  ${out#fenced out: }" "$FENCING_TOP/doc/clients.md"
 expect_eq "a stale token a little below the mark keeps the usual hint" \
