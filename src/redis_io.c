@@ -581,4 +581,16 @@ redis_io_stale(const RedisSocket *s)
 	return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
+/*
+ * redis_io_await
+ *		Sleep until the socket has something to read, unasked (a
+ *		subscriber's message, or the server closing it), or the budget's
+ *		deadline passes; false at the deadline.
+ */
+bool
+redis_io_await(RedisSocket *s, const RedisBudget *budget)
+{
+	return redis_io_stale(s) || redis_io_wait(s, WL_SOCKET_READABLE, budget);
+}
+
 #endif							/* USE_HIREDIS */

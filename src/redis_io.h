@@ -57,6 +57,7 @@ extern bool redis_io_read(RedisSocket *s, RedisValue **reply,
 						  const RedisBudget *budget, bool secret,
 						  RedisError *err);
 extern bool redis_io_stale(const RedisSocket *s);
+extern bool redis_io_await(RedisSocket *s, const RedisBudget *budget);
 extern void redis_io_close(RedisSocket *s);
 #endif
 
