@@ -68,9 +68,6 @@
 
 #define REDIS_MAX_REPLY_LINE		(64 * 1024)
 
-/* Position of the socket in a wait event set (after latch, postmaster). */
-#define REDIS_WES_SOCKET_POS 2
-
 /* Which cap the reply being read went over, if any. */
 typedef enum RedisReplyLimit
 {
@@ -579,18 +576,6 @@ redis_io_stale(const RedisSocket *s)
 	if (n >= 0)
 		return true;			/* end of file, or unsolicited bytes */
 	return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
-}
-
-/*
- * redis_io_await
- *		Sleep until the socket has something to read, unasked (a
- *		subscriber's message, or the server closing it), or the budget's
- *		deadline passes; false at the deadline.
- */
-bool
-redis_io_await(RedisSocket *s, const RedisBudget *budget)
-{
-	return redis_io_stale(s) || redis_io_wait(s, WL_SOCKET_READABLE, budget);
 }
 
 #endif							/* USE_HIREDIS */

@@ -26,10 +26,13 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+#include "pg_compat.h"
 #include "redis_conn.h"
 #include "redis_link.h"
 #include "redis_settings.h"
 #include "redis_subscribe.h"
+#include "utils/timestamp.h"
 
 #ifdef USE_HIREDIS
 
@@ -102,23 +105,57 @@ redis_subscribed_to_last_server(void)
 }
 
 /*
+ * redis_subscribe_await
+ *		Sleep until the subscriber connection has something to read,
+ *		unasked (a message, or the server closing it), or until end; false
+ *		at end.  Cancel, statement_timeout and termination are served at
+ *		once (an error, for the caller to close the connection).  The wait
+ *		shows as FencingLockBusy, as the back-off between attempts does.
+ */
+static bool
+redis_subscribe_await(TimestampTz end)
+{
+	RedisSocket *s = &subscriber.sock;
+
+	for (;;)
+	{
+		WaitEvent	event;
+		long		remaining;
+
+		CHECK_FOR_INTERRUPTS();
+		if (redis_io_stale(s))
+			return true;
+		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+		if (remaining <= 0)
+			return false;
+		if (s->wes_io != WL_SOCKET_READABLE)
+		{
+			ModifyWaitEvent(s->wes, REDIS_WES_SOCKET_POS, WL_SOCKET_READABLE, NULL);
+			s->wes_io = WL_SOCKET_READABLE;
+		}
+		if (WaitEventSetWait(s->wes, remaining, &event, 1,
+							 fencing_wait_event(FENCING_WAIT_LOCK_BUSY)) > 0 &&
+			(event.events & WL_LATCH_SET))
+			ResetLatch(MyLatch);
+	}
+}
+
+/*
  * redis_subscribe_wait
  *		Sleep until a message arrives on the subscription or timeout_ms
- *		have passed.  Cancel, statement_timeout and termination are served
- *		at once (an error, for the caller to close the connection).  Any
- *		other push than a message, or a connection that fails, ends the
- *		subscription.
+ *		have passed.  Any other push than a message, or a connection that
+ *		fails, ends the subscription.
  */
 RedisSubscribeWake
 redis_subscribe_wait(long timeout_ms)
 {
-	RedisBudget wait = redis_budget_start(timeout_ms, "the wait", true);
 	RedisBudget budget;
 	RedisError	err = {0};
 	RedisValue *push;
 
 	Assert(redis_subscribed());
-	if (!redis_io_await(&subscriber.sock, &wait))
+	if (!redis_subscribe_await(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   timeout_ms)))
 		return REDIS_WAKE_TIMEOUT;
 	budget = redis_budget_start(redis_command_timeout,
 								"fencing.redis_command_timeout", true);

@@ -30,25 +30,42 @@ redis_start_pg || exit 1
 
 TRIALS=${TRIALS:-9}
 
-# wake_trial RESOURCE: session $HOLDER holds RESOURCE; a waiter
-# (psql with PGOPTIONS, in the background) waits for it; a releases it
-# 0.4 to 0.7 s later.  Prints the ms from just before the release to the
-# waiter holding the lock, or "failed: ..." if the waiter did not get it.
-wake_trial() {
-	local r=$1 out=$SESS_DIR/waiter.out pid t0 t1
-	sess "$HOLDER" "SELECT fenced_acquire('$r', ttl => '30s') IS NOT NULL;"
-	[ "$S|$R" = "00000|t" ] || { echo "failed: holder: $S $R"; return; }
+# waiter_start RESOURCE: session $HOLDER holds RESOURCE; a waiter (psql
+# with PGOPTIONS, in the background) starts waiting for it.
+waiter_start() {
+	WAITER_OUT=$SESS_DIR/waiter.out
+	sess "$HOLDER" "SELECT fenced_acquire('$1', ttl => '30s') IS NOT NULL;"
+	[ "$S|$R" = "00000|t" ] || { WAITER_PID=; WAITER_FAILED="holder: $S $R"; return; }
+	WAITER_FAILED=
 	psql -X -q -A -t -v ON_ERROR_STOP=1 \
-		-c "SELECT fenced_acquire('$r', ttl => '30s', wait => '20s') IS NOT NULL, (extract(epoch FROM clock_timestamp()) * 1000)::numeric(20, 3)" \
-		-c "SELECT fenced_release('$r')" >"$out" 2>&1 &
-	pid=$!
-	sleep "0.$((4 + RANDOM % 4))"
-	sess "$HOLDER" "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::numeric(20, 3) || '|' || fenced_release('$r');"
+		-c "SELECT fenced_acquire('$1', ttl => '30s', wait => '25s') IS NOT NULL, (extract(epoch FROM clock_timestamp()) * 1000)::numeric(20, 3)" \
+		-c "SELECT fenced_release('$1')" >"$WAITER_OUT" 2>&1 &
+	WAITER_PID=$!
+}
+
+# waiter_release RESOURCE: $HOLDER releases it; prints the ms from just
+# before the release to the waiter holding the lock, or "failed: ...".
+waiter_release() {
+	local t0 t1
+	[ -n "$WAITER_PID" ] || { echo "failed: $WAITER_FAILED"; return; }
+	sess "$HOLDER" "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::numeric(20, 3) || '|' || fenced_release('$1');"
 	t0=${R%%|*}
-	wait "$pid"
-	t1=$(sed -n 's/^t|//p' "$out")
-	[ -n "$t1" ] && [ "$R" = "$t0|true" ] || { echo "failed: $R / $(tr '\n' ' ' <"$out")"; return; }
+	wait "$WAITER_PID"
+	t1=$(sed -n 's/^t|//p' "$WAITER_OUT")
+	[ -n "$t1" ] && [ "$R" = "$t0|true" ] || { echo "failed: $R / $(tr '\n' ' ' <"$WAITER_OUT")"; return; }
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", b - a }'
+}
+
+# wake_trial RESOURCE: a waiter, released 0.4 to 0.7 s into its wait.
+wake_trial() {
+	waiter_start "$1"
+	sleep "0.$((4 + RANDOM % 4))"
+	waiter_release "$1"
+}
+
+# within_100 LABEL LATENCY: the waiter got the lock within 100 ms.
+within_100() {
+	expect "$1 ($2 ms)" "$(awk -v m="$2" 'BEGIN {print (m != "" && m !~ /failed/ && m <= 100)}')" 1
 }
 
 # wake_latency LABEL RESOURCE-PREFIX: TRIALS trials; checks the median
@@ -87,7 +104,8 @@ HOLDER=a
 
 wake_latency "single server" w
 export PGOPTIONS="-c fencing.lock_wait_wakeup=poll"
-wake_trial wpoll:1 >/dev/null
+l=$(wake_trial wpoll:1)
+echo "# forced polling: $l ms"
 unset PGOPTIONS
 
 # while the lock is held, the waiter sleeps until its PTTL, the longest
@@ -160,8 +178,23 @@ PGOPTIONS=$SENTINEL_OPTS sess_open sa
 HOLDER=sa
 export PGOPTIONS=$SENTINEL_OPTS
 wake_latency "Sentinel" ws
-unset PGOPTIONS
 expect "Sentinel: the waiters subscribed on the primary, and left" "$(subscribers "$SENTINEL_PRIMARY")" 0
+
+# a failover in the middle of a wait: Sentinel ends the subscription on
+# the demoted primary, and the waiter subscribes again on the new one
+waiter_start ws:failover
+sleep 0.5
+old=$SENTINEL_PRIMARY
+expect "Sentinel: the waiter is subscribed on the primary" "$(subscribers "$old")" 1
+scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER" >/dev/null
+topology_wait_new_primary "$old" || echo "# no new primary" >&2
+for _ in $(seq 50); do
+	[ "$(subscribers "$SENTINEL_PRIMARY")" = 1 ] && break
+	sleep 0.1
+done
+expect "Sentinel: after the failover the waiter is subscribed on the new primary" "$(subscribers "$SENTINEL_PRIMARY")" 1
+within_100 "Sentinel: after the failover, release -> waiter holds the lock" "$(waiter_release ws:failover)"
+unset PGOPTIONS
 
 # ------------------------------------------------------- Cluster
 
@@ -172,7 +205,40 @@ PGOPTIONS=$CLUSTER_OPTS sess_open ca
 HOLDER=ca
 export PGOPTIONS=$CLUSTER_OPTS
 wake_latency "Cluster" wc
+
+# a slot moved in the middle of a wait: the old node ends the shard
+# subscription (sunsubscribe), the waiter follows -MOVED and subscribes
+# again on the new node
+lock_key() { echo "fencing:v1:{r:$1}:lock"; }
+node_id() { redis-cli -p "$1" CLUSTER MYID; }
+primaries() {
+	redis-cli -p "${CLUSTER_PORTS[0]}" CLUSTER NODES |
+		awk '$3 ~ /master/ && $3 !~ /fail/ && $9 != "" { split($2, a, "[:@]"); print a[2] }'
+}
+waiter_start wc:moved
+sleep 0.5
+from=$(topology_cluster_node_of "$(lock_key wc:moved)")
+to=$(primaries | grep -vx "$from" | head -1)
+slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$(lock_key wc:moved)")
+expect "Cluster: the waiter is subscribed on the node of the slot" "$(subscribers "$from")" 1
+redis-cli -p "$to" CLUSTER SETSLOT "$slot" IMPORTING "$(node_id "$from")" >/dev/null
+redis-cli -p "$from" CLUSTER SETSLOT "$slot" MIGRATING "$(node_id "$to")" >/dev/null
+keys=$(redis-cli -p "$from" CLUSTER GETKEYSINSLOT "$slot" 100 | tr '\n' ' ')
+# shellcheck disable=SC2086
+[ -z "$keys" ] || redis-cli -p "$from" MIGRATE 127.0.0.1 "$to" "" 0 5000 KEYS $keys >/dev/null
+# the new owner first, as Redis advises: else the old one could redirect
+# there before the new one knows it owns the slot
+for p in "$to" $(primaries | grep -vx "$to"); do
+	redis-cli -p "$p" CLUSTER SETSLOT "$slot" NODE "$(node_id "$to")" >/dev/null
+done
+for _ in $(seq 50); do
+	[ "$(subscribers "$to")" = 1 ] && break
+	sleep 0.1
+done
+expect "Cluster: after the slot moved the waiter is subscribed on its new node" "$(subscribers "$to")|$(subscribers "$from")" "1|0"
+within_100 "Cluster: after the slot moved, release -> waiter holds the lock" "$(waiter_release wc:moved)"
 unset PGOPTIONS
+
 for p in "${CLUSTER_PORTS[@]}"; do
 	left=$(( ${left:-0} + $(subscribers "$p") ))
 done
