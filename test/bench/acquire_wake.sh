@@ -96,9 +96,9 @@ for mode in release poll; do
 	hog=$!
 	sleep 0.5
 	while kill -0 "$hog" 2>/dev/null; do
-		PGOPTIONS="-c fencing.lock_wait_wakeup=$mode" sql \
-			-c "SELECT wake_bench_wait('hot')" -c "SELECT fenced_release('hot')" |
-			head -1 >>"$WORK/starve.$mode"
+		out=$(PGOPTIONS="-c fencing.lock_wait_wakeup=$mode" sql \
+			-c "SELECT wake_bench_wait('hot')" -c "SELECT fenced_release('hot')")
+		echo "${out%%$'\n'*}" >>"$WORK/starve.$mode"
 		sleep 0.2
 	done
 	wait "$hog"
