@@ -43,6 +43,7 @@ OBJS = \
 	src/redis_sentinel.o \
 	src/redis_secret_file.o \
 	src/redis_settings.o \
+	src/redis_subscribe.o \
 	src/redis_tls.o \
 	src/redis_tls_config.o \
 	src/redis_value.o \
@@ -93,7 +94,7 @@ endif
 PG_CPPFLAGS += -DUSE_HIREDIS
 # TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
 SHLIB_LINK += -lhiredis -lssl -lcrypto
-OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/lease_release.o src/lease_table.o
+OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/fenced_wake.o src/lease_release.o src/lease_table.o
 else
 OBJS += src/fenced_lock_nohiredis.o
 endif

@@ -5,7 +5,9 @@
  *	  mark, back-off and the wait loop.
  *
  * Each attempt is one round trip (fenced_attempt.c); a busy lock is tried
- * again after a back-off until the caller's deadline.
+ * again until the caller's deadline, when its release is announced
+ * (fenced_wake.c), or at its expiry, or after a back-off where no
+ * announcement can be heard.
  *
  * An attempt that fails after it was sent may have taken the lock: its
  * owner is kept (lease_table.c).  A failure after the lock was taken gives
@@ -24,6 +26,7 @@
 #include "fenced_acquire.h"
 #include "fenced_attempt.h"
 #include "fenced_settings.h"
+#include "fenced_wake.h"
 #include "fencing_errcodes.h"
 #include "lease_release.h"
 #include "lease_table.h"
@@ -64,13 +67,15 @@ fenced_give_back(const char *resource, const char *lock_key,
 				 const char *owner, int ttl_ms, bool xact)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	const char *args[1];
+	const char *args[FENCED_NOTICE_NARGS + 1];
 	volatile bool done = false;
 
-	args[0] = owner;
+	fenced_release_notice(lock_key, args);
+	args[FENCED_NOTICE_NARGS] = owner;
 	PG_TRY();
 	{
-		RedisValue *reply = redis_eval(&release_script, 1, &lock_key, 1, args);
+		RedisValue *reply = redis_eval(&release_script, 1, &lock_key,
+									   FENCED_NOTICE_NARGS + 1, args);
 
 		done = reply->type == REDIS_VALUE_INTEGER;
 	}
@@ -236,9 +241,11 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 	fenced_attempt_start();
 	PG_TRY();
 	{
+		FencedWake	wake;
 		long long	pttl;
 		int			step = FENCED_BACKOFF_MIN;
 
+		fenced_wake_start(&wake, lock_key);
 		MemoryContextSwitchTo(attempt_cxt);
 		for (;;)
 		{
@@ -253,6 +260,10 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 														deadline);
 			if (remaining <= 0)
 				break;
+			if (fenced_wake_subscribe(&wake))
+				continue;		/* a release before it went unheard */
+			if (fenced_wake_sleep(&wake, pttl, remaining))
+				continue;
 			fenced_backoff(step, pttl, remaining);
 			step = Min(step * 2, FENCED_BACKOFF_MAX);
 		}
@@ -265,8 +276,10 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 		 * An attempt that may have reached Redis may have taken the lock:
 		 * its owner is kept for the next acquisition or release of the
 		 * resource to take over, or for the transaction's end to give
-		 * back.  Nothing is kept for one that did not.
+		 * back.  Nothing is kept for one that did not.  The subscription
+		 * goes with the wait.
 		 */
+		fenced_wake_end();
 		MemoryContextSwitchTo(cxt);
 		MemoryContextDelete(attempt_cxt);
 		edata = CopyErrorData();
@@ -276,6 +289,7 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	fenced_wake_end();
 	MemoryContextSwitchTo(cxt);
 	MemoryContextDelete(attempt_cxt);
 	return taken;

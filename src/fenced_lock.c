@@ -33,6 +33,7 @@
 #include "fenced_lock.h"
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"
+#include "fenced_wake.h"
 #include "funcapi.h"
 #include "lease_release.h"
 #include "lease_table.h"
@@ -189,7 +190,7 @@ fenced_release(PG_FUNCTION_ARGS)
 	char	   *resource = fenced_resource_arg(fcinfo);
 	Lease	   *lease = lease_lookup(resource);
 	char	   *lock_key;
-	const char *args[1 + FENCED_MAX_UNKNOWN_OWNERS];
+	const char *args[FENCED_NOTICE_NARGS + 1 + FENCED_MAX_UNKNOWN_OWNERS];
 	char		xact_owner[FENCED_OWNER_LEN];
 	int			nargs;
 	int			i;
@@ -216,7 +217,9 @@ fenced_release(PG_FUNCTION_ARGS)
 	 * still there.  A transaction lease's is given back at the end of the
 	 * transaction if this release fails, and never kept beyond it.
 	 */
-	nargs = 0;
+	lock_key = fenced_keys(resource, NULL);
+	fenced_release_notice(lock_key, args);
+	nargs = FENCED_NOTICE_NARGS;
 	xact_owner[0] = '\0';
 	if (lease->held && lease->xact)
 	{
@@ -234,7 +237,6 @@ fenced_release(PG_FUNCTION_ARGS)
 	for (i = 0; i < lease->nunknown; i++)
 		args[nargs++] = lease->unknown[i];
 
-	lock_key = fenced_keys(resource, NULL);
 	PG_TRY();
 	{
 		reply = redis_eval(&release_script, 1, (const char **) &lock_key,

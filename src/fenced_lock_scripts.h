@@ -165,17 +165,28 @@
 
 /*
  * release
- *	KEYS[1] lock key; ARGV[1..] owners under which the caller may hold it
+ *	KEYS[1] lock key;
+ *	ARGV[1] 'PUBLISH', 'SPUBLISH' (Cluster mode) or '' for no notice,
+ *	ARGV[2] the channel of the release notice (fenced_wake.c),
+ *	ARGV[3..] owners under which the caller may hold it
  *
  * Returns 1 when the lock was the caller's and is now deleted, 0
- * otherwise; never deletes another owner's lock.
+ * otherwise; never deletes another owner's lock.  A deleted lock is
+ * announced on the channel, for the waiters of the resource to try again
+ * at once; through redis.pcall, so that a user whose ACL denies the
+ * channel, or a server without SPUBLISH, still releases (its waiters
+ * then wake at the lock's PTTL).
  */
 #define FENCED_RELEASE_LUA \
 "-- fencing key layout v1: release\n" \
 "local held = redis.call('GET', KEYS[1])\n" \
 "if held then\n" \
-"  for i = 1, #ARGV do\n" \
-"    if held == ARGV[i] then return redis.call('DEL', KEYS[1]) end\n" \
+"  for i = 3, #ARGV do\n" \
+"    if held == ARGV[i] then\n" \
+"      redis.call('DEL', KEYS[1])\n" \
+"      if ARGV[1] ~= '' then redis.pcall(ARGV[1], ARGV[2], '1') end\n" \
+"      return 1\n" \
+"    end\n" \
 "  end\n" \
 "end\n" \
 "return 0\n"

@@ -62,6 +62,13 @@ static int	fencing_default_wait = FENCED_DEFAULT_WAIT;
 int			fencing_redis_wait_replicas = 0;
 int			fencing_redis_wait_timeout = FENCED_DEFAULT_WAIT_TIMEOUT;
 bool		fencing_acquire_raises_mark = true;
+int			fencing_lock_wait_wakeup = FENCED_WAKEUP_RELEASE;
+
+static const struct config_enum_entry lock_wait_wakeup_options[] = {
+	{"release", FENCED_WAKEUP_RELEASE, false},
+	{"poll", FENCED_WAKEUP_POLL, false},
+	{NULL, 0, false}
+};
 
 /*
  * check_key_template
@@ -155,6 +162,16 @@ fenced_settings_init(void)
 							 "On, every older token is stale for the resource from the acquisition on, before the new holder writes.  Turn it off for lock names that guard no table, whose marks would only fill fence_high_water.",
 							 &fencing_acquire_raises_mark,
 							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("fencing.lock_wait_wakeup",
+							 "What wakes fenced_acquire() waiting for a busy lock: \"release\" or \"poll\".",
+							 "release: a second Redis connection subscribed to the lock's release notices, and the lock's expiry; where the subscription is refused, polling.  poll: an exponential back-off of 4 to 128 ms alone.",
+							 &fencing_lock_wait_wakeup,
+							 FENCED_WAKEUP_RELEASE,
+							 lock_wait_wakeup_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

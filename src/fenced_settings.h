@@ -22,6 +22,15 @@ extern int	fencing_redis_wait_replicas;
 extern int	fencing_redis_wait_timeout;
 extern bool fencing_acquire_raises_mark;
 
+/* fencing.lock_wait_wakeup: what ends a waiter's sleep on a busy lock */
+typedef enum FencedWakeup
+{
+	FENCED_WAKEUP_RELEASE,		/* the release's notice, else the lock's PTTL */
+	FENCED_WAKEUP_POLL			/* the back-off alone */
+} FencedWakeup;
+
+extern int	fencing_lock_wait_wakeup;
+
 extern char *fenced_resource_arg(FunctionCallInfo fcinfo);
 extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);

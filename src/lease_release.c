@@ -23,6 +23,7 @@
 
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"
+#include "fenced_wake.h"
 #include "lease_release.h"
 #include "lease_table.h"
 #include "redis_conn.h"
@@ -73,7 +74,8 @@ release_batch_add(ReleaseBatch *batch, const char *resource, int nowners,
 				  const char *const *owners)
 {
 	MemoryContext old = MemoryContextSwitchTo(release_cxt);
-	const char **argv = palloc(sizeof(char *) * (4 + nowners));
+	const char **argv = palloc(sizeof(char *) * (4 + FENCED_NOTICE_NARGS + nowners));
+	int			nfixed = 4 + FENCED_NOTICE_NARGS;
 	int			i;
 
 	if (batch->n == batch->size)
@@ -96,10 +98,11 @@ release_batch_add(ReleaseBatch *batch, const char *resource, int nowners,
 	}
 	argv[2] = "1";
 	argv[3] = fenced_keys(resource, NULL);
+	fenced_release_notice(argv[3], argv + 4);
 	for (i = 0; i < nowners; i++)
-		argv[4 + i] = pstrdup(owners[i]);
+		argv[nfixed + i] = pstrdup(owners[i]);
 	batch->resources[batch->n] = pstrdup(resource);
-	batch->argc[batch->n] = 4 + nowners;
+	batch->argc[batch->n] = nfixed + nowners;
 	batch->argv[batch->n] = argv;
 	batch->n++;
 	MemoryContextSwitchTo(old);

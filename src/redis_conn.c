@@ -214,6 +214,24 @@ redis_call_sent(void)
 }
 
 /*
+ * redis_last_server
+ *		The server the last command went to (Sentinel mode: the primary the
+ *		Sentinels named; Cluster mode: the node that served its keys), for
+ *		a second connection to the same one; false before the first.
+ */
+bool
+redis_last_server(const char **host, int *port)
+{
+	RedisLink  *link = redis_current();
+
+	if (link == NULL || link->host[0] == '\0')
+		return false;
+	*host = link->host;
+	*port = link->port;
+	return true;
+}
+
+/*
  * redis_command_if_connected
  *		Send one command on the open connection, for clean-up on the way to
  *		reporting another error: NULL if there is no connection or it fails,

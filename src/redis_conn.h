@@ -59,6 +59,7 @@ pg_noreturn extern void redis_unexpected(const char *command,
 										 const char *expected,
 										 const RedisValue *got);
 extern bool redis_call_sent(void);
+extern bool redis_last_server(const char **host, int *port);
 #endif
 
 #endif							/* REDIS_CONN_H */

@@ -70,9 +70,6 @@
 
 #define REDIS_MAX_REPLY_LINE		(64 * 1024)
 
-/* Position of the socket in a wait event set (after latch, postmaster). */
-#define REDIS_WES_SOCKET_POS 2
-
 /* Which cap the reply being read went over, if any. */
 typedef enum RedisReplyLimit
 {

@@ -43,6 +43,9 @@ typedef struct RedisSocket
 	char		target[REDIS_TARGET_LEN];	/* as messages name it */
 } RedisSocket;
 
+/* Position of the socket in wes (after latch, postmaster). */
+#define REDIS_WES_SOCKET_POS 2
+
 /* The cap on one reply's bytes on a data connection. */
 #define REDIS_MAX_REPLY_BYTES		(32 * 1024 * 1024)
 
