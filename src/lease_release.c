@@ -39,10 +39,10 @@ static bool exit_registered = false;
 static void fenced_lock_at_exit(int code, Datum arg);
 
 /*
- * Releases sent together where nothing may throw: one EVAL of the release
- * script per resource, with the owners its lock may be held under.  EVAL
- * rather than EVALSHA, so that a server that lost its script cache costs
- * no second round.  Everything is in release_cxt.
+ * Releases sent together where nothing may throw: one EVALSHA of the
+ * release script per resource (EVAL while its SHA1 is not known yet), with
+ * the owners its lock may be held under; the ones a server refuses with
+ * NOSCRIPT go again as EVAL.  Everything is in release_cxt.
  */
 typedef struct ReleaseBatch
 {
