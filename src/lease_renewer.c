@@ -85,7 +85,7 @@ lease_renewer_register(void)
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
 		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 1;	/* s, after pg_terminate_backend */
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "fencing");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "fencing_lease_renewer_main");
@@ -215,9 +215,10 @@ renewer_round(void)
 	int			nslots = lease_shmem_size();
 	TimestampTz now = GetCurrentTimestamp();
 	long		sleep_ms = RENEWER_IDLE_MS;
-	Renewal    *due = palloc(sizeof(Renewal) * nslots);
-	const char ***argv = palloc(sizeof(char **) * 2 * nslots);
-	int		   *argc = palloc(sizeof(int) * 2 * nslots);
+	int			size = 16;
+	Renewal    *due = palloc(sizeof(Renewal) * size);
+	const char ***argv = palloc(sizeof(char **) * 2 * size);
+	int		   *argc = palloc(sizeof(int) * 2 * size);
 	LeaseSlot  *copy = palloc(sizeof(LeaseSlot));
 	RedisValue **replies;
 	char	   *failure = NULL;
@@ -259,6 +260,13 @@ renewer_round(void)
 		{
 			renewer_stop(i, copy->generation);
 			continue;
+		}
+		if (ndue == size)
+		{
+			size *= 2;
+			due = repalloc(due, sizeof(Renewal) * size);
+			argv = repalloc(argv, sizeof(char **) * 2 * size);
+			argc = repalloc(argc, sizeof(int) * 2 * size);
 		}
 		due[ndue].slot = i;
 		due[ndue].generation = copy->generation;

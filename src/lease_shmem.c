@@ -247,7 +247,7 @@ lease_shmem_publish(LeaseListing *listing, const LeaseListed *lease)
 	slot->in_use = true;
 	slot->pid = MyProcPid;
 	slot->backend_start = MyStartTimestamp;
-	slot->roleid = GetUserId();
+	slot->roleid = GetSessionUserId(); /* as pg_stat_activity */
 	slot->dbid = MyDatabaseId;
 	slot->xact = lease->xact;
 	slot->renewing = lease->renew;

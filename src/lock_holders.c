@@ -80,7 +80,7 @@ holders_local(ReturnSetInfo *rsinfo)
 		return;
 	l = palloc0(sizeof(LeaseSlot));
 	l->pid = MyProcPid;
-	l->roleid = GetUserId();
+	l->roleid = GetSessionUserId();
 	l->dbid = MyDatabaseId;
 	resource_map_iterate(leases, &iter);
 	while ((lease = resource_map_next(&iter)) != NULL)

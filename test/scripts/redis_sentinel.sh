@@ -195,5 +195,21 @@ failover "kill -9 of the primary" kill_primary
 check "the killed node comes back" topology_node_restart "$KILLED"
 check "as a replica of the new primary" topology_sentinel_settled
 
+# the renewer follows a failover: a 5 s lease renewed across a 12 s
+# statement during which the Sentinels move the primary; its renewals
+# after the move find the lock on the new primary
+expect "a renewed lease through the Sentinels" "$(renewed_across s:renew0)" "t|t|t"
+q -c "SELECT fenced_acquire('s:renew', ttl => '5 s', renew => true) IS NOT NULL, pg_sleep(12) IS NULL,
+	(SELECT expires_at - acquired_at > interval '10 s' AND renewing
+	 FROM fenced_lock_holders WHERE resource = 's:renew')" >"$SESS_DIR/renew.out" 2>&1 &
+renewing=$!
+sleep 2
+old=$(topology_sentinel_primary)
+scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER" >/dev/null
+check "renewal across a failover: every Sentinel names the new primary" topology_wait_new_primary "$old"
+wait "$renewing"
+expect "the renewer follows the failover: renewed throughout" "$(cat "$SESS_DIR/renew.out")" "t|t|t"
+check "the topology settles again" topology_sentinel_settled
+
 sess_close a
 redis_finish
