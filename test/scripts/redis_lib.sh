@@ -168,7 +168,7 @@ kill_mid_call() {
 # with the library preloaded) renewed it throughout: its expires_at moved
 # on to more than 2.5 s after the acquisition, and it is still renewing.
 renewed_across() {
-	q -c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(3) IS NULL,
+	q -c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
 		(SELECT expires_at - acquired_at > interval '2.5 s' AND renewing
 		 FROM fenced_lock_holders WHERE resource = '$1')" 2>&1
 }

@@ -199,7 +199,7 @@ check "as a replica of the new primary" topology_sentinel_settled
 # statement during which the Sentinels move the primary; its renewals
 # after the move find the lock on the new primary
 expect "a renewed lease through the Sentinels" "$(renewed_across s:renew0)" "t|t|t"
-q -c "SELECT fenced_acquire('s:renew', ttl => '5 s', renew => true) IS NOT NULL, pg_sleep(12) IS NULL,
+q -c "SELECT fenced_acquire('s:renew', ttl => '5 s', renew => true) IS NOT NULL, pg_sleep(12)::text = '',
 	(SELECT expires_at - acquired_at > interval '10 s' AND renewing
 	 FROM fenced_lock_holders WHERE resource = 's:renew')" >"$SESS_DIR/renew.out" 2>&1 &
 renewing=$!
