@@ -50,6 +50,6 @@ stale_hint_token_sources(FenceToken token, FenceToken mark)
 	if (orders < STALE_HINT_MIN_DIGITS)
 		return 0;
 	return errhint("Token and mark are %d orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. "
-				   "Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (README \"Mixing token sources\").",
+				   "Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\").",
 				   orders);
 }

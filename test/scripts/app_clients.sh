@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# test/scripts/app_clients.sh: the README's application snippets, run as
-# written, and a real ORM session (README "Using it from applications").
+# test/scripts/app_clients.sh: the application snippets of doc/clients.md,
+# run as written, and a real ORM session (doc/clients.md "Using it from
+# applications").
 #
 # Extracts each code block that follows a "<!-- snippet: NAME ... -->"
-# line in README.md and runs it against a throwaway cluster: the psycopg2
+# line in README.md or doc/*.md and runs it against a throwaway cluster: the psycopg2
 # and node-postgres examples (pg installed from npm into a private
 # directory), and the configuration example.  Then runs a SQLAlchemy
 # session (Debian's python3-sqlalchemy) that writes every loaded column
@@ -20,13 +21,13 @@ command -v npm >/dev/null || harness_install_deps nodejs npm
 harness_start_pg
 harness_tmpdir workdir
 
-# The code block after the README's "<!-- snippet: NAME" line.
+# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
 snippet() {
 	awk -v name="$1" '
 		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
 		want && /^```/ { if (inside) exit; inside = 1; next }
 		inside { print }
-	' "$FENCING_TOP/README.md"
+	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
 }
 
 sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
@@ -40,18 +41,29 @@ sql -c "CREATE EXTENSION fencing" -c "
 
 # psycopg2
 snippet python >"$workdir/snippet.py"
-expect_eq "README's psycopg2 snippet: tokens as int, TF001 caught" \
+expect_eq "doc/clients.md's psycopg2 snippet: tokens as int, TF001 caught" \
 	"written with token 34
 stale token, not retried: Token 33 is below the current mark 34." \
 	"$(/usr/bin/python3 "$workdir/snippet.py" 2>&1)"
 
-# node-postgres, from npm
-(cd "$workdir" && npm install --silent --no-save --no-audit --no-fund pg@8 >/dev/null 2>&1)
-snippet node >"$workdir/snippet.js"
-expect_eq "README's node-postgres snippet: tokens as BigInt, TF001 caught" \
-	"written with token bigint 35
+# node-postgres, from npm.  Offline, npm would retry for many minutes: one
+# retry, 20 s a request and 60 s in all, then the check fails saying why.
+npm_registry=$(npm config get registry 2>/dev/null || echo "the npm registry")
+npm_rc=0
+(cd "$workdir" && timeout 60 npm install --loglevel=error --no-save --no-audit --no-fund \
+	--fetch-timeout=20000 --fetch-retries=1 --fetch-retry-mintimeout=2000 \
+	--fetch-retry-maxtimeout=5000 pg@8 >"$workdir/npm.log" 2>&1) || npm_rc=$?
+if [ "$npm_rc" -eq 0 ]; then
+	snippet node >"$workdir/snippet.js"
+	expect_eq "doc/clients.md's node-postgres snippet: tokens as BigInt, TF001 caught" \
+		"written with token bigint 35
 stale token, not retried: Token 34 is below the current mark 35." \
-	"$(cd "$workdir" && node snippet.js 2>&1)"
+		"$(cd "$workdir" && node snippet.js 2>&1)"
+else
+	if [ "$npm_rc" -eq 124 ]; then why="no answer within 60 s"; else why="npm failed"; fi
+	not_ok "the node-postgres snippet did not run: could not install pg@8 from $npm_registry ($why; no network access?)"
+	{ grep -m1 'FetchError' "$workdir/npm.log" || grep -m1 -E 'npm (ERR|error)' "$workdir/npm.log"; } | sed 's/^/#   /' || true
+fi
 
 # the configuration example, for a database "app"; a new session sees it
 # before and after the library is loaded
@@ -60,7 +72,7 @@ sql -d app -c "CREATE EXTENSION fencing"
 snippet config | sql
 load="SELECT fence_mark('any') IS NULL AS loaded"
 settings="SELECT current_setting('fencing.redis_host') || '|' || current_setting('fencing.redis_port')"
-expect_eq "README's configuration: the database's Redis server, before the library loads" \
+expect_eq "doc/clients.md's configuration: the database's Redis server, before the library loads" \
 	"10.1.2.3|6380" "$(sql -d app -U app_user -c "$settings")"
 expect_eq "... and after it loads" "10.1.2.3|6380" \
 	"$(sql -d app -U app_user -c "$load" -c "$settings" | tail -1)"

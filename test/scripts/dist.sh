@@ -48,7 +48,8 @@ tar -tzf "$tarball" >"$workdir/contents"
 tops=$(cut -d/ -f1 "$workdir/contents" | sort -u)
 check "every file of the tarball is under $name/" test "$tops" = "$name"
 for f in LICENSE CHANGELOG.md META.json README.md Makefile fencing.control \
-	sql/fencing--1.0.sql sql/fencing--1.0--1.1.sql sql/fencing--1.1--1.2.sql src/fencing.c; do
+	sql/fencing--1.0.sql sql/fencing--1.0--1.1.sql sql/fencing--1.1--1.2.sql src/fencing.c \
+	$(cd "$FENCING_TOP" && echo doc/*.md); do
 	check "the tarball holds $f" grep -qxF "$name/$f" "$workdir/contents"
 done
 
@@ -61,6 +62,18 @@ print(m["version"], m["provides"]["fencing"]["version"], m["license"])
 ' "$tree/META.json")
 check "META.json gives version $version.0 (semver) for the release and the extension, licence postgresql" \
 	test "$meta_versions" = "$version.0 $version.0 postgresql"
+# PGXN's docfile is one file; x_docfiles lists them all: README.md and
+# every doc/*.md of the tree, each in the tarball
+meta_docs=$(python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["provides"]["fencing"]
+print(m["docfile"], *sorted(m["x_docfiles"]))
+' "$tree/META.json")
+expect_eq "META.json's docfile is README.md, and x_docfiles lists README.md and every doc/*.md" \
+	"README.md $(cd "$FENCING_TOP" && printf '%s\n' README.md doc/*.md | sort | tr '\n' ' ' | sed 's/ $//')" "$meta_docs"
+for f in ${meta_docs#README.md }; do
+	check "the tarball holds META.json's $f" test -f "$tree/$f"
+done
 check "CHANGELOG.md has a section for $version" grep -q "^## $version\b" "$tree/CHANGELOG.md"
 check "LICENSE is the PostgreSQL Licence" grep -q '^PostgreSQL License$' "$tree/LICENSE"
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# test/scripts/guidance.sh: the README's guidance where users get hurt,
+# test/scripts/guidance.sh: doc/clients.md's guidance where users get hurt,
 # each example run as written:
 #
 #  - "Fenced writers and timeouts": a writer waits behind a holder idle in
-#    its transaction for as long as the holder likes; with the README's
+#    its transaction for as long as the holder likes; with doc/clients.md's
 #    role settings the idle holder is ended (25P03) and the writer goes
 #    through, and a writer behind a busy holder fails with 55P03;
 #  - "Mixing token sources": after a fenced_acquire_xact() write, the
-#    README's redis-py worker (Lock + INCR + fence_use) is fenced out with
+#    doc/clients.md's redis-py worker (Lock + INCR + fence_use) is fenced out with
 #    the TF001 hint that names the two sources, with the default key
-#    layout, and ships with the README's classic-layout settings;
+#    layout, and ships with doc/clients.md's classic-layout settings;
 #  - "How long a failed fenced_acquire_xact takes": with Redis stopped
 #    (SIGSTOP), the call fails with TF101, and the abort of its
 #    transaction, at the error, warns that the attempt could not be given
@@ -34,13 +34,13 @@ harness_start_redis
 harness_tmpdir workdir
 export REDIS_PORT
 
-# The code block after the README's "<!-- snippet: NAME" line.
+# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
 snippet() {
 	awk -v name="$1" '
 		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
 		want && /^```/ { if (inside) exit; inside = 1; next }
 		inside { print }
-	' "$FENCING_TOP/README.md"
+	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
 }
 
 # Milliseconds since the epoch.
@@ -101,7 +101,7 @@ wait $holder $waiter || true
 expect_eq "... until the holder commits: the writer then writes" "11" \
 	"$(sql app -c "SELECT tok FROM orders WHERE order_id = 1")"
 
-# With the README's settings for role app: the idle holder is ended.
+# With doc/clients.md's settings for role app: the idle holder is ended.
 snippet timeouts | sql app
 psql -X -q -U app -d app >"$workdir/holder_app.log" 2>&1 <<'SQL' &
 BEGIN;
@@ -147,9 +147,9 @@ token=$(sql mixed -c "BEGIN" -c "SELECT fenced_acquire_xact('order:9')" \
 	-c "UPDATE orders SET status = 'acquired' WHERE order_id = 9" -c "COMMIT")
 out=$(PGDATABASE=mixed /usr/bin/python3 "$workdir/worker.py" 2>&1)
 expect_eq "default layout: after a fenced_acquire_xact() write the INCR worker is fenced out, and the hint names the two sources" \
-	"fenced out: Token and mark are $((${#token} - 1)) orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (README \"Mixing token sources\")." \
+	"fenced out: Token and mark are $((${#token} - 1)) orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\")." \
 	"$out"
-check "... and the README shows that hint" grep -qF "HINT:  ${out#fenced out: }" "$FENCING_TOP/README.md"
+check "... and doc/clients.md shows that hint" grep -qF "HINT:  ${out#fenced out: }" "$FENCING_TOP/doc/clients.md"
 expect_eq "a stale token a little below the mark keeps the usual hint" \
 	"HINT:  A newer lock holder has written to this resource; acquire the lock again for a new token." \
 	"$(sql mixed -c "UPDATE orders SET tok = $((token - 1)) WHERE order_id = 9" 2>&1 | grep HINT)"

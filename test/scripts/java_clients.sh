@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test/scripts/java_clients.sh: the README's Java snippets with the real
-# pgJDBC and HikariCP, compiled and run as written (README "Java (JDBC,
+# test/scripts/java_clients.sh: doc/clients.md's Java snippets with the real
+# pgJDBC and HikariCP, compiled and run as written (doc/clients.md "Java (JDBC,
 # HikariCP)"), and every binding of its table (test/lib/JdbcBindings.java).
 #
 # Needs Debian's default-jdk-headless, libpostgresql-jdbc-java and
@@ -31,13 +31,13 @@ harness_start_redis
 harness_tmpdir workdir
 export JDBC_URL="jdbc:postgresql://127.0.0.1:$PGPORT/postgres?user=postgres"
 
-# The code block after the README's "<!-- snippet: NAME" line.
+# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
 snippet() {
 	awk -v name="$1" '
 		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
 		want && /^```/ { if (inside) exit; inside = 1; next }
 		inside { print }
-	' "$FENCING_TOP/README.md"
+	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
 }
 
 sql postgres >/dev/null <<SQL
@@ -59,14 +59,14 @@ snippet java >"$workdir/FencedWrites.java"
 snippet java-outage >"$workdir/RedisOutage.java"
 cp "$FENCING_TOP/test/lib/JdbcBindings.java" "$workdir/"
 if javac -d "$workdir/classes" -cp "$classpath" "$workdir"/*.java 2>"$workdir/javac.log"; then
-	ok "the README's Java snippets and JdbcBindings.java compile"
+	ok "doc/clients.md's Java snippets and JdbcBindings.java compile"
 else
-	not_ok "the README's Java snippets and JdbcBindings.java compile"
+	not_ok "doc/clients.md's Java snippets and JdbcBindings.java compile"
 	sed 's/^/#   /' "$workdir/javac.log"
 fi
 run_java() { java -cp "$workdir/classes:$classpath" "$@" 2>&1; }
 
-expect_eq "README's Java snippet through HikariCP: transaction forms, setLong, setString, TF001" \
+expect_eq "doc/clients.md's Java snippet through HikariCP: transaction forms, setLong, setString, TF001" \
 	"stamped with the lock's token: true
 declarations and leases left behind: 0
 written with token 34 (getObject: PGobject)
@@ -77,15 +77,15 @@ expect_eq "... and it gave the lock back at commit" "" \
 
 # one line per binding
 if run_java JdbcBindings >"$workdir/bindings.log"; then
-	ok "every binding of the README's table behaves as it says"
+	ok "every binding of doc/clients.md's table behaves as it says"
 else
-	not_ok "every binding of the README's table behaves as it says"
+	not_ok "every binding of doc/clients.md's table behaves as it says"
 fi
 sed 's/^/#   /' "$workdir/bindings.log"
 
 kill "$REDIS_PID"
 wait "$REDIS_PID" 2>/dev/null || true
-expect_eq "README's Java snippet with Redis down: TF101, and the pool keeps its connection" \
+expect_eq "doc/clients.md's Java snippet with Redis down: TF101, and the pool keeps its connection" \
 	"Redis unavailable (TF101): retry later
 the pool kept its connection: true" \
 	"$(run_java RedisOutage)"

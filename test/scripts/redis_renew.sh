@@ -37,7 +37,7 @@ snippet() {
 		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
 		want && /^```/ { if (inside) exit; inside = 1; next }
 		inside { print }
-	' "$FENCING_TOP/README.md"
+	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
 }
 
 # contender RESOURCE SECONDS: try to take RESOURCE from another session

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test/scripts/sqlalchemy_clients.sh: the README's SQLAlchemy snippet, run
-# as written with Debian's python3-sqlalchemy and psycopg2 (README
+# test/scripts/sqlalchemy_clients.sh: doc/clients.md's SQLAlchemy snippet, run
+# as written with Debian's python3-sqlalchemy and psycopg2 (doc/clients.md
 # "SQLAlchemy"): a TypeDecorator for fence_token, the transaction forms
 # through a QueuePool of one connection, a checkin event running DISCARD
 # ALL, TF001 caught through .orig.pgcode.  Then the same snippet without
@@ -23,13 +23,13 @@ harness_start_pg
 harness_start_redis
 harness_tmpdir workdir
 
-# The code block after the README's "<!-- snippet: NAME" line.
+# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
 snippet() {
 	awk -v name="$1" '
 		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
 		want && /^```/ { if (inside) exit; inside = 1; next }
 		inside { print }
-	' "$FENCING_TOP/README.md"
+	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
 }
 
 sql postgres >/dev/null <<SQL
@@ -43,7 +43,7 @@ INSERT INTO orders VALUES (8, 'new', 1);
 SQL
 
 snippet sqlalchemy >"$workdir/snippet.py"
-expect_eq "README's SQLAlchemy snippet: TypeDecorator, transaction forms through a QueuePool, DISCARD ALL at checkin, TF001" \
+expect_eq "doc/clients.md's SQLAlchemy snippet: TypeDecorator, transaction forms through a QueuePool, DISCARD ALL at checkin, TF001" \
 	"stamped with the lock's token: True
 written with a token one above: True int
 declarations left behind: 0
