@@ -9,7 +9,8 @@
 #    '1 s', renew => true) loses the lock within about 2 s, another takes
 #    it, and the paused client's later write is rejected by the guard;
 #  - renewal stops at commit, abort, exit and DISCARD ALL, and when the
-#    session goes idle outside a transaction;
+#    session goes idle outside a transaction; a lock found under another
+#    owner is not extended;
 #  - the renewer terminated (pg_terminate_backend) mid-lease is started
 #    again and the lease stays held;
 #  - fenced_lock_holders: a role without pg_read_all_stats sees its own
@@ -159,6 +160,24 @@ sess a "BEGIN; SELECT fenced_acquire('r:exit', ttl => '30 s', renew => true) IS 
 sess_close a
 expect "exit gives a renewed lease back" "$(wait_gone r:exit | awk '{print ($1 < 5000)}')" "1"
 expect "and takes it out of the table" "$(q -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:exit'")" "0"
+
+# a lock found under another owner (the lease lost, the key taken since):
+# the renewal does not extend it, and the lease is no longer renewed
+q -c "SELECT fenced_acquire('r:other', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
+	(SELECT renewing FROM fenced_lock_holders WHERE resource = 'r:other')" >"$workdir/other.out" 2>&1 &
+stmt=$!
+sleep 0.5
+rcli SET "$(lock_key r:other)" someone-else PX 2000 >/dev/null
+sleep 1.6
+pttl=$(rcli PTTL "$(lock_key r:other)")
+expect "another owner's lock is left to that owner" "$(rcli GET "$(lock_key r:other)")" "someone-else"
+if [ "${pttl:-9999}" -lt 1500 ]; then
+	ok "and is not extended by a renewal (PTTL ${pttl} ms)"
+else
+	not_ok "and is not extended by a renewal (PTTL ${pttl} ms)"
+fi
+wait "$stmt"
+expect "the lease is no longer renewed" "$(cat "$workdir/other.out")" "t|t|f"
 
 # ------------------------------------------------ the renewer terminated
 
