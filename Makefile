@@ -94,7 +94,7 @@ endif
 PG_CPPFLAGS += -DUSE_HIREDIS
 # TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
 SHLIB_LINK += -lhiredis -lssl -lcrypto
-OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/fenced_wake.o src/lease_release.o src/lease_table.o
+OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/fenced_wake.o src/lease_release.o src/lease_renewer.o src/lease_shmem.o src/lease_table.o src/lock_holders.o
 else
 OBJS += src/fenced_lock_nohiredis.o
 endif

@@ -71,7 +71,9 @@ SELECT current_setting('fencing.redis_password');
 RESET fencing.redis_password;
 
 --
--- privileges: the Redis functions are not for PUBLIC
+-- privileges: the Redis functions are not for PUBLIC (but for
+-- fenced_lock_holders_data, which talks to no Redis and shows others'
+-- rows by pg_stat_activity's rule)
 --
 CREATE ROLE regress_fenced_app;
 CREATE ROLE regress_fenced_other;
@@ -80,8 +82,8 @@ SELECT p.oid::regprocedure AS function,
 FROM pg_proc p
 WHERE p.proname LIKE 'fenced\_%'
 ORDER BY 1::text;
-GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
-	fenced_acquire_xact(text, interval, interval),
+GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean),
+	fenced_acquire_xact(text, interval, interval, boolean),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	TO regress_fenced_app;
 
@@ -190,8 +192,8 @@ SET fencing.redis_database = 1;
 SELECT fenced_acquire('order:1');
 RESET ALL;
 
-REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval),
-	fenced_acquire_xact(text, interval, interval),
+REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean),
+	fenced_acquire_xact(text, interval, interval, boolean),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	FROM regress_fenced_app;
 DROP ROLE regress_fenced_app;

@@ -181,3 +181,73 @@ CREATE FUNCTION @extschema@.fence_check_coverage(tbl regclass DEFAULT NULL,
 REVOKE ALL ON FUNCTION @extschema@.fence_check_coverage(regclass, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.fence_check_coverage(regclass, boolean) TO pg_database_owner;
 COMMENT ON FUNCTION @extschema@.fence_check_coverage(regclass, boolean) IS 'per guarded table, the resources whose mark is missing or below a token of their rows (a full scan); repair raises them';
+
+-- leases renewed while their owner works, and who holds what
+--
+-- fenced_acquire and fenced_acquire_xact gain renew (default false): with
+-- the library preloaded, a background worker extends the lease about every
+-- third of its ttl while its backend runs a statement, or is idle in a
+-- transaction for less than the ttl (src/lease_renewer.c).  A new argument
+-- is a new signature, so each function is made again, with the privileges
+-- it had (REVOKEd from PUBLIC at creation, granted to the roles that take
+-- locks since), carried as for fence_stat_tables_data above, initial
+-- privileges included.
+DO $$
+DECLARE
+	f record;
+	fn_acl pg_catalog.aclitem[];
+	fn_init pg_catalog.aclitem[];
+	new_fn pg_catalog.oid;
+	a record;
+BEGIN
+	FOR f IN SELECT * FROM (VALUES
+		('fenced_acquire', 'the session'),
+		('fenced_acquire_xact', 'the current transaction and released when it ends')) AS v(name, scope)
+	LOOP
+		SELECT p.proacl INTO fn_acl FROM pg_catalog.pg_proc p
+			WHERE p.oid = pg_catalog.format('@extschema@.%I(text, interval, interval)', f.name)::pg_catalog.regprocedure;
+		SELECT i.initprivs INTO fn_init FROM pg_catalog.pg_init_privs i
+			WHERE i.objoid = pg_catalog.format('@extschema@.%I(text, interval, interval)', f.name)::pg_catalog.regprocedure
+				AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid = 0;
+		EXECUTE pg_catalog.format('DROP FUNCTION @extschema@.%I(text, interval, interval)', f.name);
+		EXECUTE pg_catalog.format('CREATE FUNCTION @extschema@.%I(resource text, ttl interval DEFAULT NULL,
+				wait interval DEFAULT NULL, renew boolean DEFAULT false)
+			RETURNS @extschema@.fence_token
+			AS ''MODULE_PATHNAME'', %L LANGUAGE C VOLATILE PARALLEL UNSAFE', f.name, f.name);
+		new_fn := pg_catalog.format('@extschema@.%I(text, interval, interval, boolean)', f.name)::pg_catalog.regprocedure;
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn::pg_catalog.regprocedure);
+		FOR a IN SELECT * FROM pg_catalog.aclexplode(fn_acl) LOOP
+			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
+				a.privilege_type, new_fn::pg_catalog.regprocedure,
+				CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
+				CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
+		DELETE FROM pg_catalog.pg_init_privs i
+			WHERE i.objsubid = 0 AND i.objoid = new_fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass;
+		IF fn_init IS NOT NULL THEN
+			INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+				VALUES (new_fn, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', fn_init);
+		END IF;
+		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', new_fn::pg_catalog.regprocedure,
+			'take the Redis lock on a resource and a new token, declared for ' || f.scope
+			|| '; NULL if still busy after wait; with renew, renewed while the backend works');
+	END LOOP;
+END $$;
+
+-- fenced_lock_holders: one row per lease of every backend (with the library
+-- preloaded; else the calling backend's).  Rows of other roles' backends
+-- show only that they exist (every column NULL) to a role without
+-- pg_read_all_stats, as in pg_stat_activity.
+CREATE FUNCTION @extschema@.fenced_lock_holders_data(OUT pid integer, OUT role name,
+		OUT database name, OUT resource text, OUT token @extschema@.fence_token,
+		OUT kind text, OUT acquired_at timestamptz, OUT expires_at timestamptz,
+		OUT renewing boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+CREATE VIEW @extschema@.fenced_lock_holders AS
+	SELECT h.pid, h.role, h.database, h.resource, h.token, h.kind,
+		h.acquired_at, h.expires_at, h.renewing
+	FROM @extschema@.fenced_lock_holders_data() AS h;
+GRANT SELECT ON @extschema@.fenced_lock_holders TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.fenced_lock_holders_data() IS 'the leases of every backend (see fenced_lock_holders)';
+COMMENT ON VIEW @extschema@.fenced_lock_holders IS 'one row per Redis lease of every backend (this backend''s without preloading): pid, role, database, resource, token, kind, acquired_at, expires_at, renewing';

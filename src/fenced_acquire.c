@@ -316,6 +316,7 @@ typedef struct Acquisition
 	char	   *token_key;
 	int			ttl_ms;
 	bool		xact;
+	bool		renew;			/* renewed while its owner works */
 	Lease	   *lease;			/* the session's entry of resource, if any */
 	bool		had_xact_lease; /* the transaction holds it already */
 	TimestampTz started;
@@ -334,12 +335,13 @@ typedef struct Acquisition
  */
 static void
 acquire_begin(Acquisition *a, const char *resource, int ttl_ms, int wait_ms,
-			  bool xact)
+			  bool xact, bool renew)
 {
 	a->resource = resource;
 	a->lock_key = fenced_keys(resource, &a->token_key);
 	a->ttl_ms = ttl_ms;
 	a->xact = xact;
+	a->renew = renew;
 	a->lease = lease_lookup(resource);
 	a->token = 0;
 	if (a->lease != NULL && a->lease->held && a->lease->xact != xact)
@@ -357,6 +359,7 @@ acquire_begin(Acquisition *a, const char *resource, int ttl_ms, int wait_ms,
 		fenced_prevent_read_only();
 	lease_release_register_exit();
 	redis_script_prepare(&release_script);
+	lease_shmem_reserve(a->lease ? &a->lease->listing : NULL, renew);
 	a->started = GetCurrentTimestamp();
 	a->deadline = TimestampTzPlusMilliseconds(a->started, wait_ms);
 }
@@ -401,6 +404,23 @@ acquire_rounds(Acquisition *a)
 	}
 }
 
+/* List the new lease in the shared table of lock holders. */
+static void
+acquire_list(Acquisition *a, Lease *lease)
+{
+	LeaseListed listed;
+
+	listed.resource = a->resource;
+	listed.owner = a->owner;
+	listed.token = a->token;
+	listed.xact = a->xact;
+	listed.acquired = lease->acquired;
+	listed.expires = lease->expires;
+	listed.ttl_ms = a->ttl_ms;
+	listed.renew = a->renew;
+	lease_shmem_publish(&lease->listing, &listed);
+}
+
 /*
  * acquire_record
  *		Keep the new lease, with the transaction's part of it, and declare
@@ -426,6 +446,7 @@ acquire_record(Acquisition *a)
 	lease->expires = TimestampTzPlusMilliseconds(now, a->ttl_ms);
 	strlcpy(lease->owner, a->owner, FENCED_OWNER_LEN);
 	lease_unknown_clear(lease);
+	acquire_list(a, lease);
 	declared_set(a->resource, a->token, a->xact);
 	leases_prune(now);
 }
@@ -434,15 +455,16 @@ acquire_record(Acquisition *a)
  * fenced_acquire_lease
  *		Take the lock on resource for ttl_ms and a new token, declared for
  *		the session or, with xact, the transaction; false if the lock is
- *		still busy after wait_ms.
+ *		still busy after wait_ms.  With renew, the renewer extends it while
+ *		its owner works (lease_renewer.c).
  */
 bool
 fenced_acquire_lease(const char *resource, int ttl_ms, int wait_ms, bool xact,
-					 FenceToken *token)
+					 bool renew, FenceToken *token)
 {
 	Acquisition a;
 
-	acquire_begin(&a, resource, ttl_ms, wait_ms, xact);
+	acquire_begin(&a, resource, ttl_ms, wait_ms, xact, renew);
 	if (!acquire_rounds(&a))
 	{
 		stats_redis_count(STATS_REDIS_BUSY);

@@ -14,6 +14,7 @@
 #include "fence_token.h"
 
 extern bool fenced_acquire_lease(const char *resource, int ttl_ms,
-								 int wait_ms, bool xact, FenceToken *token);
+								 int wait_ms, bool xact, bool renew,
+								 FenceToken *token);
 
 #endif							/* FENCED_ACQUIRE_H */

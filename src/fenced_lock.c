@@ -36,6 +36,8 @@
 #include "fenced_wake.h"
 #include "funcapi.h"
 #include "lease_release.h"
+#include "lease_renewer.h"
+#include "lease_shmem.h"
 #include "lease_table.h"
 #include "redis_conn.h"
 #include "session_state.h"
@@ -48,6 +50,17 @@ PG_FUNCTION_INFO_V1(fenced_acquire_xact);
 PG_FUNCTION_INFO_V1(fenced_extend);
 PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
+
+/*
+ * The shared table of lock holders and its renewer, when preloaded; called
+ * from _PG_init.
+ */
+void
+fenced_lock_init(void)
+{
+	lease_shmem_init();
+	lease_renewer_register();
+}
 
 /*
  * The module's transaction and session ends (fencing.c), carried out by the
@@ -87,21 +100,23 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 	char	   *resource = fenced_resource_arg(fcinfo);
 	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
 	int			wait_ms = fenced_wait_arg(fcinfo, 2);
+	bool		renew = fenced_renew_arg(fcinfo, 3);
 	FenceToken	token;
 
-	if (!fenced_acquire_lease(resource, ttl_ms, wait_ms, xact, &token))
+	if (!fenced_acquire_lease(resource, ttl_ms, wait_ms, xact, renew, &token))
 		PG_RETURN_NULL();
 	PG_RETURN_FENCE_TOKEN(token);
 }
 
 /*
- * fenced_acquire(resource text, ttl interval, wait interval)
- *		returns fence_token
+ * fenced_acquire(resource text, ttl interval, wait interval,
+ *				  renew boolean) returns fence_token
  *
  * Take the lock on resource for ttl and return a new token, declared for
  * the session; NULL if the lock is still busy after wait.  A NULL ttl or
  * wait means fencing.default_ttl or fencing.default_wait.  Acquiring a
- * lock this session already holds takes it again, with a new token.
+ * lock this session already holds takes it again, with a new token.  With
+ * renew, the lease is renewed while the session works (lease_renewer.c).
  */
 Datum
 fenced_acquire(PG_FUNCTION_ARGS)
@@ -111,8 +126,8 @@ fenced_acquire(PG_FUNCTION_ARGS)
 }
 
 /*
- * fenced_acquire_xact(resource text, ttl interval, wait interval)
- *		returns fence_token
+ * fenced_acquire_xact(resource text, ttl interval, wait interval,
+ *					   renew boolean) returns fence_token
  *
  * As fenced_acquire, but the token is declared for the current transaction
  * only, and the lock is given back when the transaction ends, commit or
@@ -169,6 +184,7 @@ fenced_extend(PG_FUNCTION_ARGS)
 	if (reply->integer == 1)
 	{
 		lease->expires = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms);
+		lease_shmem_set_expires(&lease->listing, lease->expires);
 		PG_RETURN_BOOL(true);
 	}
 	lease_end(lease);
@@ -229,6 +245,7 @@ fenced_release(PG_FUNCTION_ARGS)
 	}
 	else if (lease->held)
 	{
+		lease_shmem_refresh(&lease->listing, &lease->expires);
 		lease_unknown_add(lease, lease->owner, lease->expires);
 		lease_end(lease);
 	}
@@ -283,6 +300,7 @@ fenced_leases(PG_FUNCTION_ARGS)
 
 		if (!lease->held)
 			continue;
+		lease_shmem_refresh(&lease->listing, &lease->expires);
 		values[0] = CStringGetTextDatum(lease->key.resource);
 		values[1] = FenceTokenGetDatum(lease->token);
 		values[2] = CStringGetTextDatum(lease->owner);

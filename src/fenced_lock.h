@@ -11,6 +11,7 @@
 #ifndef FENCED_LOCK_H
 #define FENCED_LOCK_H
 
+extern void fenced_lock_init(void);
 extern void fenced_lock_at_xact_end(bool commit);
 extern void fenced_lock_pre_prepare(void);
 extern void fenced_lock_discard_all(void);

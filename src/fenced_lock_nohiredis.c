@@ -21,6 +21,7 @@
 #include "fenced_settings.h"
 #include "fencing_errcodes.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "pg_compat.h"
 #include "session_state.h"
 
@@ -29,6 +30,7 @@ PG_FUNCTION_INFO_V1(fenced_acquire_xact);
 PG_FUNCTION_INFO_V1(fenced_extend);
 PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
+PG_FUNCTION_INFO_V1(fenced_lock_holders_data);
 
 /* The error of every Redis function in a build without hiredis. */
 pg_noreturn static void
@@ -38,6 +40,11 @@ fenced_not_supported(void)
 			(errcode(ERRCODE_FENCING_REDIS_NOT_BUILT),
 			 errmsg("fencing was built without Redis support"),
 			 errhint("Install hiredis and rebuild fencing with WITH_HIREDIS=1.")));
+}
+
+void
+fenced_lock_init(void)
+{
 }
 
 void
@@ -93,4 +100,12 @@ Datum
 fenced_leases(PG_FUNCTION_ARGS)
 {
 	fenced_not_supported();
+}
+
+/* No lease can be held: fenced_lock_holders is empty. */
+Datum
+fenced_lock_holders_data(PG_FUNCTION_ARGS)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	return (Datum) 0;
 }

@@ -242,6 +242,17 @@ fenced_ttl_arg(FunctionCallInfo fcinfo, int argno)
 	return (int) ((us + 999) / 1000);
 }
 
+/*
+ * The renew argument at argno: false when NULL, or when the function was
+ * declared without it (an install not yet updated to 1.2).
+ */
+bool
+fenced_renew_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_NARGS() > argno && !PG_ARGISNULL(argno) &&
+		PG_GETARG_BOOL(argno);
+}
+
 /* The wait argument at argno in ms; the default when NULL. */
 int
 fenced_wait_arg(FunctionCallInfo fcinfo, int argno)
@@ -264,7 +275,7 @@ fenced_wait_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /* Expand a key template for resource. */
-static char *
+char *
 fenced_key(const char *template, const char *resource)
 {
 	const char *at = strstr(template, FENCED_KEY_PLACEHOLDER);
@@ -298,6 +309,14 @@ fenced_keys(const char *resource, char **token_key)
 	return lock_key;
 }
 
+/* Whether token counter keys expire: fencing's own, by their prefix. */
+bool
+fenced_counter_expires(void)
+{
+	return strncmp(fencing_redis_token_key, FENCED_OWN_KEY_PREFIX,
+				   strlen(FENCED_OWN_KEY_PREFIX)) == 0;
+}
+
 /*
  * fenced_counter_lifetime
  *		Into buf, the lifetime in ms of a token counter key issued or
@@ -310,9 +329,15 @@ bool
 fenced_counter_lifetime(int ttl_ms, char *buf, size_t len)
 {
 	buf[0] = '\0';
-	if (strncmp(fencing_redis_token_key, FENCED_OWN_KEY_PREFIX,
-				strlen(FENCED_OWN_KEY_PREFIX)) != 0)
+	if (!fenced_counter_expires())
 		return false;
 	snprintf(buf, len, INT64_FORMAT, (int64) ttl_ms + FENCED_COUNTER_LINGER);
 	return true;
+}
+
+/* How long a token counter outlives the lock it was extended with, in ms. */
+int
+fenced_counter_linger(void)
+{
+	return FENCED_COUNTER_LINGER;
 }

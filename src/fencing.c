@@ -201,6 +201,7 @@ _PG_init(void)
 	fencing_note_load();
 	redis_settings_init();
 	fenced_settings_init();
+	fenced_lock_init();
 	stats_init();
 	session_state_init();
 	MarkGUCPrefixReserved("fencing");

@@ -287,6 +287,7 @@ lease_release_at_xact_end(bool commit)
 
 		if (lease == NULL || !lease->held || !lease->xact)
 			continue;			/* released or lost meanwhile */
+		lease_shmem_unpublish(&lease->listing);
 		release_batch_add_lease(&batch, lease);
 		lease->held = false;
 		lease->xact = false;
@@ -346,6 +347,7 @@ fenced_lock_release_all(void)
 	ResourceMapIterator iter;
 	Lease	   *lease;
 
+	leases_unlist_all();
 	if (leases == NULL && xact_unknown == NULL)
 		return;
 	release_batch_init(&batch);

@@ -100,6 +100,7 @@ lease_unknown_clear(Lease *lease)
 void
 lease_remove(Lease *lease)
 {
+	lease_shmem_unpublish(&lease->listing);
 	lease_unknown_clear(lease);
 	if (lease->unknown != NULL)
 		pfree(lease->unknown);
@@ -328,6 +329,7 @@ lease_end(Lease *lease)
 		declared_get(lease->key.resource, lease->xact, &declared) &&
 		declared == lease->token)
 		declared_clear(lease->key.resource, lease->xact);
+	lease_shmem_unpublish(&lease->listing);
 	lease->held = false;
 	lease->lapsed = false;
 	lease->xact = false;
@@ -364,9 +366,12 @@ leases_prune(TimestampTz now)
 		if (lease->nunknown > 0 &&
 			TimestampTzPlusMilliseconds(lease->unknown_until, FENCED_PRUNE_GRACE) < now)
 			lease_unknown_clear(lease);
+		if (lease->held && !lease->xact)
+			lease_shmem_refresh(&lease->listing, &lease->expires);
 		if (lease->held && !lease->xact &&
 			TimestampTzPlusMilliseconds(lease->expires, FENCED_PRUNE_GRACE) < now)
 		{
+			lease_shmem_unpublish(&lease->listing);
 			lease->held = false;
 			lease->lapsed = true;
 		}
@@ -378,6 +383,25 @@ leases_prune(TimestampTz now)
 	}
 	leases_prune_at = Max(FENCED_PRUNE_THRESHOLD,
 						  2 * resource_map_count(leases));
+}
+
+/*
+ * Take every lease out of the shared table, and give back the slot kept
+ * for the next: before the releases of DISCARD ALL and exit are sent.
+ */
+void
+leases_unlist_all(void)
+{
+	ResourceMapIterator iter;
+	Lease	   *lease;
+
+	if (leases != NULL)
+	{
+		resource_map_iterate(leases, &iter);
+		while ((lease = resource_map_next(&iter)) != NULL)
+			lease_shmem_unpublish(&lease->listing);
+	}
+	lease_shmem_free_reserved();
 }
 
 /* Forget every entry (DISCARD ALL, after their releases were sent). */

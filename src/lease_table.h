@@ -14,11 +14,12 @@
 
 #include "datatype/timestamp.h"
 #include "fence_token.h"
+#include "lease_shmem.h"
 #include "nodes/pg_list.h"
 #include "resource_map.h"
 
 /* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>", at most 73 bytes. */
-#define FENCED_OWNER_LEN			80
+#define FENCED_OWNER_LEN			LEASE_SHMEM_OWNER_LEN
 
 /* Unknown-outcome owners kept per resource; the oldest goes first. */
 #define FENCED_MAX_UNKNOWN_OWNERS	8
@@ -44,6 +45,7 @@ typedef struct Lease
 	TimestampTz unknown_until;	/* their locks have expired by then */
 	char		(*unknown)[FENCED_OWNER_LEN];	/* FENCED_MAX_UNKNOWN_OWNERS
 												 * slots, made on first use */
+	LeaseListing listing;		/* in the shared table (lease_shmem.c) */
 } Lease;
 
 /* An owner the current transaction gives back, or took, on a resource. */
@@ -90,6 +92,7 @@ extern void lease_remember_unknown(const char *resource, const char *owner,
 extern void lease_end(Lease *lease);
 extern void leases_prune(TimestampTz now);
 extern void leases_forget_all(void);
+extern void leases_unlist_all(void);
 
 extern void xact_remember(const char *resource, const char *owner);
 extern void xact_note_resource(const char *resource);

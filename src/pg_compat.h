@@ -210,6 +210,16 @@ fencing_heap_inplace_update(Relation rel, HeapTuple tuple)
 #endif
 
 /*
+ * The backend status entries of a snapshot, by 1-based index: PostgreSQL
+ * 17 renamed the function (utils/backend_status.h).
+ */
+#if PG_VERSION_NUM >= 170000
+#define fencing_local_beentry(idx) pgstat_get_local_beentry_by_index(idx)
+#else
+#define fencing_local_beentry(idx) pgstat_fetch_stat_local_beentry(idx)
+#endif
+
+/*
  * The waits the extension reports in pg_stat_activity.  PostgreSQL 17 lets
  * an extension name its own wait events (WaitEventExtensionNew(), class
  * Extension): a backend waiting on Redis then says which wait it is.

@@ -48,6 +48,9 @@ expect "the lock is on the primary of its slot" "$(lock_on "$n1" c:1)" 1
 sess a "SELECT fenced_extend('c:1'), fenced_release('c:1');"
 expect "extend and release" "$S|$R" "00000|t|t"
 
+# the renewer renews through the same Cluster client, on the slot's primary
+expect "a renewed lease through the Cluster" "$(renewed_across c:renew)" "t|t|t"
+
 sess a "SELECT count(*) FROM generate_series(1, 30) i WHERE fenced_acquire('c:many:' || i) IS NOT NULL;"
 expect "thirty resources, over every primary" "$S|$R" "00000|30"
 nodes_used=$(for i in $(seq 1 30); do topology_cluster_node_of "$(lock_key "c:many:$i")"; done | sort -u | wc -l)
@@ -112,7 +115,7 @@ sess m "SET fencing.redis_cluster_nodes = ''; SELECT fenced_acquire('c:1') IS NO
 expect "and back to one server" "$S|$R" "00000|t|t"
 sess_close m
 
-q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval) TO regress_app" >/dev/null
+q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_cluster_nodes = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at another cluster" "$S" "42501"

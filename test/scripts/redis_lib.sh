@@ -162,3 +162,13 @@ kill_mid_call() {
 	wait "$killer"
 	topology_node_kill "$KILLED"
 }
+
+# renewed_across RESOURCE: take RESOURCE for 1 s with renew => true in a
+# 3 s statement; prints "t|t|t" when the renewer (a background worker,
+# with the library preloaded) renewed it throughout: its expires_at moved
+# on to more than 2.5 s after the acquisition, and it is still renewing.
+renewed_across() {
+	q -c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
+		(SELECT expires_at - acquired_at > interval '2.5 s' AND renewing
+		 FROM fenced_lock_holders WHERE resource = '$1')" 2>&1
+}

@@ -61,7 +61,7 @@ expect "entries without a comma are refused" "$S" "22023"
 sess a "SET fencing.redis_sentinel_master = 'two words';"
 expect "a master name with white space is refused" "$S" "22023"
 
-q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval) TO regress_app" >/dev/null
+q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_sentinels = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at other Sentinels" "$S" "42501"
@@ -194,6 +194,22 @@ kill_primary() { kill_mid_call "$SENTINEL_PRIMARY" s:fo; }
 failover "kill -9 of the primary" kill_primary
 check "the killed node comes back" topology_node_restart "$KILLED"
 check "as a replica of the new primary" topology_sentinel_settled
+
+# the renewer follows a failover: a 5 s lease renewed across a 12 s
+# statement during which the Sentinels move the primary; its renewals
+# after the move find the lock on the new primary
+expect "a renewed lease through the Sentinels" "$(renewed_across s:renew0)" "t|t|t"
+q -c "SELECT fenced_acquire('s:renew', ttl => '5 s', renew => true) IS NOT NULL, pg_sleep(12)::text = '',
+	(SELECT expires_at - acquired_at > interval '10 s' AND renewing
+	 FROM fenced_lock_holders WHERE resource = 's:renew')" >"$SESS_DIR/renew.out" 2>&1 &
+renewing=$!
+sleep 2
+old=$(topology_sentinel_primary)
+scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER" >/dev/null
+check "renewal across a failover: every Sentinel names the new primary" topology_wait_new_primary "$old"
+wait "$renewing"
+expect "the renewer follows the failover: renewed throughout" "$(cat "$SESS_DIR/renew.out")" "t|t|t"
+check "the topology settles again" topology_sentinel_settled
 
 sess_close a
 redis_finish

@@ -80,6 +80,7 @@ CLIENT_CERT="SET fencing.redis_tls_cert_file = '$CERTS/client.crt'; SET fencing.
 
 attempt ""
 expect "verify-full to 127.0.0.1: the certificate's IP address subjectAltName matches" "$S|$R" "00000|t"
+expect "the renewer renews over TLS (verify-full)" "$(renewed_across tls:renew)" "t|t|t"
 attempt "SET fencing.redis_tls = 'verify-ca';"
 expect "verify-ca: the chain verifies" "$S|$R" "00000|t"
 attempt "SET fencing.redis_tls = 'require'; SET fencing.redis_tls_ca_file = '';"

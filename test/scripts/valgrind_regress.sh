@@ -3,7 +3,8 @@
 # sql/ and expected/, then the isolation specs, as `make installcheck` runs
 # them) against a throwaway cluster whose postgres runs under valgrind
 # memcheck; with REDIS=1 (the default) also the Redis bad-input script and a
-# short fenced_acquire history, so that the hiredis paths run too.
+# short fenced_acquire history, so that the hiredis paths run too, and
+# leases renewed by the renewer worker.
 #
 # Not part of test/run: it takes several minutes.
 #
@@ -100,6 +101,17 @@ if [ "${REDIS:-1}" = 1 ]; then
 	PGDATABASE=vg_redis /usr/bin/python3 "$top/test/history/history.py" all --outdir "$dir/hist" \
 		--clients 4 --ops 15 --source redis --ttl-ms 2000 --wait-ms 5000 --freeze-prob 0 \
 		--stall-prob 0.1 || rc=1
+	# the renewer and the shared table of lock holders: the worker reads
+	# the server's settings, so they go to postgresql.auto.conf now that
+	# the regression tests are done
+	psql -X -q -c "ALTER SYSTEM SET fencing.redis_port = $REDIS_PORT" \
+		-c "ALTER SYSTEM SET fencing.redis_release_timeout = '10s'" -c "SELECT pg_reload_conf()" >/dev/null
+	sleep 2
+	PGDATABASE=vg_redis psql -X -q -A -t \
+		-c "SELECT fenced_acquire('vg:renew', ttl => '2 s', renew => true) IS NOT NULL, pg_sleep(4)::text = ''" \
+		-c "BEGIN" -c "SELECT fenced_acquire_xact('vg:xact', ttl => '2 s', renew => true) IS NOT NULL" \
+		-c "SELECT pg_sleep(3)" -c "SELECT resource, kind, renewing FROM fenced_lock_holders" -c "COMMIT" \
+		-c "SELECT fenced_acquire('vg:discard', ttl => '30 s', renew => true) IS NOT NULL" -c "DISCARD ALL" || rc=1
 fi
 
 harness_log "stopping postgres"

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# Leases renewed while their owner works (renew => true) and the view
+# fenced_lock_holders, against a real redis-server and a server with the
+# library preloaded (the renewer is a background worker started there):
+#
+#  - a 1 s lease is held across a 5 s statement and across a 5 s
+#    transaction: another session cannot take it meanwhile;
+#  - a client that stops sending after BEGIN; fenced_acquire_xact(ttl =>
+#    '1 s', renew => true) loses the lock within about 2 s, another takes
+#    it, and the paused client's later write is rejected by the guard;
+#  - renewal stops at commit, abort, exit and DISCARD ALL, and when the
+#    session goes idle outside a transaction; a lock found under another
+#    owner is not extended;
+#  - the renewer terminated (pg_terminate_backend) mid-lease is started
+#    again and the lease stays held;
+#  - fenced_lock_holders: a role without pg_read_all_stats sees its own
+#    rows and only that the others exist; pg_read_all_stats sees all; the
+#    README's query finding a holder idle in a transaction with a mark
+#    locked finds it;
+#  - a full table (fencing.max_leases): renew => true fails with TF109, a
+#    plain acquisition goes on unlisted; track_activities off and a server
+#    without preloading refuse renew => true with TF108.
+#
+# Usage: test/scripts/redis_renew.sh   (prints ok/not ok lines; exit 0 = pass)
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+
+harness_start_redis || harness_start_redis || exit 1
+redis_start_pg || exit 1
+harness_tmpdir workdir
+
+lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
+held() { rcli EXISTS "$(lock_key "$1")"; }
+
+# The README's code block after "<!-- snippet: NAME".
+snippet() {
+	awk -v name="$1" '
+		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
+		want && /^```/ { if (inside) exit; inside = 1; next }
+		inside { print }
+	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
+}
+
+# contender RESOURCE SECONDS: try to take RESOURCE from another session
+# every 0.2 s for SECONDS; prints how many attempts got it (0 = held
+# throughout by its owner).
+contender() {
+	local got=0 end=$(($(now_ms) + $2 * 1000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		if [ "$(q -c "SELECT fenced_acquire('$1', ttl => '100 ms') IS NOT NULL")" = t ]; then
+			got=$((got + 1))
+		fi
+		sleep 0.2
+	done
+	echo "$got"
+}
+
+# wait_gone RESOURCE: ms until its lock key is gone (polled every 50 ms,
+# up to 10 s).
+wait_gone() {
+	local t0
+	t0=$(now_ms)
+	for _ in $(seq 200); do
+		[ "$(held "$1")" = 0 ] && break
+		sleep 0.05
+	done
+	echo $(($(now_ms) - t0))
+}
+
+q -c "CREATE TABLE items (id int PRIMARY KEY, tok fence_token, val text)" \
+	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
+		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{id}')" \
+	-c "INSERT INTO items VALUES (1, 1, 'a')" >/dev/null
+
+renewer_pid() { q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'fencing lease renewer'"; }
+expect_match "the renewer runs as a background worker" "$(renewer_pid)" '^[0-9]+$'
+
+# ------------------------------------------------ held while working
+
+q -c "SELECT fenced_acquire('r:stmt', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(5)" \
+	>"$workdir/stmt.out" 2>&1 &
+stmt=$!
+sleep 0.3
+expect "a 1 s lease is held across a 5 s statement" "$(contender r:stmt 4)" "0"
+wait "$stmt"
+expect "the statement took the lock" "$(cat "$workdir/stmt.out")" "t|"
+
+sess_open a
+sess a "BEGIN; SELECT fenced_acquire_xact('r:xact', ttl => '1 s', renew => true) IS NOT NULL;"
+expect "fenced_acquire_xact with renew" "$S|$R" "00000|t"
+contender r:xact 5 >"$workdir/xact.out" &
+cont=$!
+# statements and short pauses (idle in transaction for less than the ttl)
+sess a "SELECT pg_sleep(1.5);"
+sleep 0.4
+sess a "SELECT pg_sleep(1.5);"
+sleep 0.4
+sess a "SELECT pg_sleep(1.2);"
+wait "$cont"
+expect "a 1 s lease is held across a 5 s transaction" "$(cat "$workdir/xact.out")" "0"
+sess a "SELECT renewing FROM fenced_lock_holders WHERE resource = 'r:xact';"
+expect "fenced_lock_holders says it is renewed" "$R" "t"
+sess a "COMMIT;"
+expect "commit gives it back" "$(held r:xact)" "0"
+sess a "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:xact';"
+expect "and takes it out of fenced_lock_holders" "$R" "0"
+
+# ------------------------------------------------ a client that pauses
+
+# (without the raise at acquisition: a raised mark stays locked by the
+# paused transaction, and the next holder's raise would wait for it)
+sess a "SET fencing.acquire_raises_mark = off;"
+sess a "BEGIN; SELECT fenced_acquire_xact('order:1', ttl => '1 s', renew => true) IS NOT NULL;"
+expect "the paused client's acquisition" "$S|$R" "00000|t"
+ms=$(wait_gone order:1)
+if [ "$ms" -le 2200 ] && [ "$ms" -ge 700 ]; then
+	ok "a client paused after acquiring loses its 1 s lock in about 1 s (${ms} ms)"
+else
+	not_ok "a client paused after acquiring loses its 1 s lock in about 1 s (${ms} ms)"
+fi
+expect "another session takes it" "$(q -c "SELECT fenced_acquire('order:1', ttl => '10 s') IS NOT NULL")" "t"
+sess a "UPDATE items SET val = 'late' WHERE id = 1;"
+expect "the paused client's later write is rejected by the guard" "$S" "TF001"
+sess a "ROLLBACK; RESET fencing.acquire_raises_mark;"
+q -c "SELECT fenced_release('order:1')" >/dev/null
+
+# ------------------------------------------------ when renewal stops
+
+# idle outside a transaction: a session lease is no longer renewed
+sess a "SELECT fenced_acquire('r:idle', ttl => '1 s', renew => true) IS NOT NULL;"
+ms=$(wait_gone r:idle)
+expect_match "a session lease of an idle session expires (${ms} ms)" "$ms" '^(([0-9]{1,3})|(1[0-9]{3}))$'
+sess a "SELECT renewing FROM fenced_lock_holders WHERE resource = 'r:idle';"
+expect "its row says it is no longer renewed" "$R" "f"
+sess a "SELECT fenced_release('r:idle');"
+
+# commit: a session lease taken in a transaction stops with the session idle
+sess a "BEGIN; SELECT fenced_acquire('r:commit', ttl => '1 s', renew => true) IS NOT NULL; SELECT pg_sleep(1.5);"
+expect "renewed while the transaction runs" "$(held r:commit)" "1"
+sess a "COMMIT;"
+ms=$(wait_gone r:commit)
+expect_match "and no longer once it committed (${ms} ms)" "$ms" '^(([0-9]{1,3})|(1[0-9]{3}))$'
+sess a "SELECT fenced_release('r:commit');"
+
+# abort: the transaction lease goes back, and out of the table
+sess a "BEGIN; SELECT fenced_acquire_xact('r:abort', ttl => '1 s', renew => true) IS NOT NULL; SELECT pg_sleep(1.5);"
+expect "renewed until the abort" "$(held r:abort)" "1"
+sess a "ROLLBACK;"
+expect "abort gives it back" "$(held r:abort)" "0"
+expect "and no row is left" "$(q -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:abort'")" "0"
+
+# DISCARD ALL
+sess a "SELECT fenced_acquire('r:discard', ttl => '30 s', renew => true) IS NOT NULL;"
+sess a "DISCARD ALL;"
+expect "DISCARD ALL gives a renewed lease back" "$(held r:discard)" "0"
+expect "and takes it out of the table" "$(q -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:discard'")" "0"
+
+# exit, in the middle of an idle transaction
+sess a "BEGIN; SELECT fenced_acquire('r:exit', ttl => '30 s', renew => true) IS NOT NULL;"
+sess_close a
+expect "exit gives a renewed lease back" "$(wait_gone r:exit | awk '{print ($1 < 5000)}')" "1"
+expect "and takes it out of the table" "$(q -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:exit'")" "0"
+
+# a lock found under another owner (the lease lost, the key taken since):
+# the renewal does not extend it, and the lease is no longer renewed
+q -c "SELECT fenced_acquire('r:other', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
+	(SELECT renewing FROM fenced_lock_holders WHERE resource = 'r:other')" >"$workdir/other.out" 2>&1 &
+stmt=$!
+sleep 0.5
+rcli SET "$(lock_key r:other)" someone-else PX 2000 >/dev/null
+sleep 1.6
+pttl=$(rcli PTTL "$(lock_key r:other)")
+expect "another owner's lock is left to that owner" "$(rcli GET "$(lock_key r:other)")" "someone-else"
+if [ "${pttl:-9999}" -lt 1500 ]; then
+	ok "and is not extended by a renewal (PTTL ${pttl} ms)"
+else
+	not_ok "and is not extended by a renewal (PTTL ${pttl} ms)"
+fi
+wait "$stmt"
+expect "the lease is no longer renewed" "$(cat "$workdir/other.out")" "t|t|f"
+
+# ------------------------------------------------ the renewer terminated
+
+old=$(renewer_pid)
+q -c "SELECT fenced_acquire('r:worker', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(8)" \
+	>"$workdir/worker.out" 2>&1 &
+stmt=$!
+contender r:worker 7 >"$workdir/worker_cont.out" &
+cont=$!
+sleep 1.5
+expect "pg_terminate_backend ends the renewer" "$(q -c "SELECT pg_terminate_backend($old)")" "t"
+wait "$cont"
+new=$(renewer_pid)
+expect_match "a new renewer runs" "$new" '^[0-9]+$'
+expect_no_match "under a new PID" "x$new" "x$old"
+expect "the lease stayed held throughout (renewal resumed)" "$(cat "$workdir/worker_cont.out")" "0"
+wait "$stmt"
+
+# ------------------------------------------------ who sees what
+
+q -c "CREATE ROLE regress_holder_a LOGIN" -c "CREATE ROLE regress_holder_b LOGIN" \
+	-c "CREATE ROLE regress_holder_stats LOGIN IN ROLE pg_read_all_stats" \
+	-c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_holder_a" \
+	-c "GRANT ALL ON items TO regress_holder_a" >/dev/null
+sess_open h -U regress_holder_a
+sess h "BEGIN; SELECT fenced_acquire('order:1', ttl => '30 s', renew => true) IS NOT NULL;"
+expect "a plain role acquires with renew" "$S|$R" "00000|t"
+sess h "SELECT pid = pg_backend_pid(), role, database, resource, kind, renewing FROM fenced_lock_holders;"
+expect "it sees its own row" "$R" "t|regress_holder_a|postgres|order:1|session|t"
+expect "another plain role sees only that a row exists" \
+	"$(q -U regress_holder_b -c "SELECT count(*), count(pid), count(resource), count(token) FROM fenced_lock_holders")" "1|0|0|0"
+expect "pg_read_all_stats sees it" \
+	"$(q -U regress_holder_stats -c "SELECT role || '|' || resource FROM fenced_lock_holders")" "regress_holder_a|order:1"
+sess h "UPDATE items SET val = 'held' WHERE id = 1;"
+expect "the holder writes, locking the mark's row" "$S" "00000"
+sleep 0.2
+snippet lock-holders >"$workdir/holders.sql"
+expect_match "the README has the query" "$(cat "$workdir/holders.sql")" "fenced_lock_holders"
+expect_match "the README's query finds the holder idle in a transaction with a mark locked" \
+	"$(q -f "$workdir/holders.sql")" "^[0-9]+\|regress_holder_a\|order:1\|"
+sess h "ROLLBACK;"
+sess_close h
+
+# ------------------------------------------------ refusals
+
+sess_open t
+sess t "SET track_activities = off; SELECT fenced_acquire('r:notrack', renew => true);"
+expect "track_activities off: renew => true is refused" "$S" "TF108"
+sess_close t
+
+redis_start_pg "fencing.max_leases = 2" || exit 1
+sess_open f
+sess f "SELECT fenced_acquire('full:1') IS NOT NULL, fenced_acquire('full:2') IS NOT NULL;"
+sess f "SELECT fenced_acquire('full:3') IS NOT NULL;"
+expect "a full table: a plain acquisition goes on" "$S|$R" "00000|t"
+sess f "SELECT count(*) FROM fenced_lock_holders;"
+expect "unlisted" "$R" "2"
+sess f "SELECT fenced_acquire('full:4', renew => true);"
+expect "a full table: renew => true fails with TF109" "$S" "TF109"
+expect "without taking the lock" "$(held full:4)" "0"
+sess f "SELECT fenced_release('full:1');"
+sess f "SELECT fenced_acquire('full:4', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(2.5), (SELECT renewing FROM fenced_lock_holders WHERE resource = 'full:4');"
+expect "a slot freed by a release takes a renewed lease" "$S|$R" "00000|t||t"
+sess_close f
+
+harness_start_pg \
+	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT" || exit 1
+q -c "CREATE EXTENSION fencing" >/dev/null
+sess_open n
+sess n "SELECT fenced_acquire('r:nopreload', renew => true);"
+expect "without preloading renew => true is refused" "$S" "TF108"
+expect "before any lock is taken" "$(held r:nopreload)" "0"
+sess n "SELECT fenced_acquire('r:nopreload', ttl => '30 s') IS NOT NULL; SELECT pid = pg_backend_pid(), resource, kind, renewing FROM fenced_lock_holders;"
+expect "without preloading fenced_lock_holders shows this backend's leases" "$R" "t
+t|r:nopreload|session|f"
+sess_close n
+
+redis_finish
