@@ -52,6 +52,12 @@ for f in LICENSE CHANGELOG.md META.json README.md Makefile fencing.control \
 	$(cd "$FENCING_TOP" && echo doc/*.md); do
 	check "the tarball holds $f" grep -qxF "$name/$f" "$workdir/contents"
 done
+# one executable-bit convention: no file under test/ is executable; every
+# script runs through its interpreter (bash X, /usr/bin/python3 X), as
+# test/run and the docs run them
+executable=$(tar -tvzf "$tarball" | awk -v t="$name/test/" '$1 ~ /^-..x/ && index($NF, t) == 1 { print $NF }' | tr '\n' ' ')
+check "the tarball holds the tests" grep -q "^$name/test/run$" "$workdir/contents"
+expect_eq "no file under test/ is executable (scripts run as bash X, python3 X)" "" "$executable"
 
 tar -xzf "$tarball" -C "$workdir"
 tree=$workdir/$name

@@ -23,9 +23,9 @@
 #   one updating a row the new holder then updates), run by
 #   pg_isolation_regress against this server.
 #
-# Usage: test/scripts/redis_acquisition.sh   (ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_acquisition.sh   (ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1

@@ -7,9 +7,9 @@
 # preloading, a password in postgresql.conf is readable by anyone until
 # the library loads, which session_preload_libraries closes.
 #
-# Usage: test/scripts/redis_auth.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_auth.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 SECRET='Red1s-Secret-pw'
 WRONG='Wr0ng-Secret-pw'

@@ -18,9 +18,9 @@
 #
 # Only the redis-server PIDs this script started are ever signalled.
 #
-# Usage: test/scripts/redis_cancel.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_cancel.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 # The bound every interrupt must beat, in ms, against Redis timeouts of 60 s.
 PROMPT_MS=2000

@@ -10,9 +10,9 @@
 #
 # Only the redis-server PIDs this script started are ever signalled.
 #
-# Usage: test/scripts/redis_faults.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_faults.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || exit 1
 redis_start_pg "max_files_per_process = 64" || exit 1

@@ -20,9 +20,9 @@
 #
 # Only the processes this script started are ever signalled.
 #
-# Usage: test/scripts/redis_hostile.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_hostile.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 FAKE_PY=$FENCING_TOP/test/lib/fake_redis.py
 

@@ -4,9 +4,9 @@
 # cache, precision above 2^53, sharing keys with the classic lock:/fence:
 # recipe, other databases and sockets, and WAIT for replicas.
 #
-# Usage: test/scripts/redis_lock.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_lock.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || exit 1
 redis_start_pg || exit 1

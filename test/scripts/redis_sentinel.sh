@@ -12,9 +12,9 @@
 # ones.  The randomized history through failovers is
 # test/history/scenario.sh sentinel-failover.
 #
-# Usage: test/scripts/redis_sentinel.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_sentinel.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 
 topology_start_sentinel || exit 1

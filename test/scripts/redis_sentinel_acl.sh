@@ -5,9 +5,9 @@
 # that user): fencing.redis_sentinel_username with the password of
 # fencing.redis_sentinel_password_file.
 #
-# Usage: test/scripts/redis_sentinel_acl.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_sentinel_acl.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 SENTINEL_USER=fencer
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 

@@ -19,9 +19,9 @@
 #   Cluster hands out being the TLS ones;
 #   the Redis password appears in no message and in no log.
 #
-# Usage: test/scripts/redis_tls.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_tls.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 
 PW=tls-secret-pw-8c1f

@@ -12,9 +12,9 @@
 # On the old code (4e4bfab) the second token equals the first, and the
 # stale first holder's write is accepted over the second's.
 #
-# Usage: test/scripts/redis_token_losses.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_token_losses.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1

@@ -8,9 +8,9 @@
 # before; the counter key's lifetime is bounded, except in the classic
 # lock:/fence: layout shared with other clients.
 #
-# Usage: test/scripts/redis_tokens.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_tokens.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1

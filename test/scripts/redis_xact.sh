@@ -12,9 +12,9 @@
 # fails after commit, at DISCARD ALL or at exit is a WARNING, bounded by
 # the command timeout.  Every "the lock key is gone" is read from Redis.
 #
-# Usage: test/scripts/redis_xact.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_xact.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1

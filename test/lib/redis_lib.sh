@@ -13,10 +13,10 @@
 #                                 messages) and S (SQLSTATE, 00000 on success)
 #                                 and T (elapsed ms)
 
-# shellcheck source-path=SCRIPTDIR source=../lib/harness.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
-# shellcheck source-path=SCRIPTDIR source=../lib/checks.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/checks.sh"
+# shellcheck source-path=SCRIPTDIR source=harness.sh
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
+# shellcheck source-path=SCRIPTDIR source=checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
 # Start a replica of the suite's Redis on a free port, set REPLICA_PORT,
 # and wait until it has synchronized.  The harness stops it on exit.
