@@ -3,7 +3,7 @@
 # Each suite starts its own redis-server and PostgreSQL cluster through the
 # harness (loopback and Unix sockets only), prints "ok - ..." or
 # "not ok - ..." per check (test/lib/checks.sh), and ends with
-# redis_finish, which exits non-zero if any check failed.
+# checks_finish, which exits non-zero if any check failed.
 #
 # Long-lived psql sessions ("same session reconnects") are psql processes
 # reading from a FIFO:
@@ -33,40 +33,6 @@ start_replica() {
 	done
 	return 1
 }
-
-# expect DESCRIPTION GOT WANT: ok when equal, else show both.
-expect() {
-	if [ "$2" = "$3" ]; then
-		ok "$1"
-	else
-		not_ok "$1"
-		printf '#   got:  %s\n#   want: %s\n' "$2" "$3"
-	fi
-}
-
-# expect_match DESCRIPTION TEXT REGEX (extended; TEXT's lines are joined
-# with spaces, so that a pattern can span a message and its DETAIL)
-expect_match() {
-	if printf '%s' "$2" | tr '\n' ' ' | grep -Eq -- "$3"; then
-		ok "$1"
-	else
-		not_ok "$1"
-		printf '#   got:  %s\n#   want: /%s/\n' "$2" "$3"
-	fi
-}
-
-# expect_no_match DESCRIPTION TEXT FIXED-STRING
-expect_no_match() {
-	if printf '%s' "$2" | grep -Fq -- "$3"; then
-		not_ok "$1"
-		printf '#   found %s in: %s\n' "$3" "$2"
-	else
-		ok "$1"
-	fi
-}
-
-# The suites' last command (checks_finish, under the name they call).
-redis_finish() { checks_finish; }
 
 # One-shot query as the superuser: unaligned, tuples only.
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }

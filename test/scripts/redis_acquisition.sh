@@ -194,4 +194,4 @@ else
 	fi
 fi
 
-redis_finish
+checks_finish

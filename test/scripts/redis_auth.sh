@@ -191,4 +191,4 @@ expect_no_match "and not shown" "$closed" "$CONF_SECRET"
 closed=$(psql -X -q -A -t -U regress_nobody -c "SELECT current_setting('fencing.redis_password')" 2>&1)
 expect_no_match "nor through current_setting()" "$closed" "$CONF_SECRET"
 
-redis_finish
+checks_finish

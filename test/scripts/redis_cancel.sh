@@ -202,4 +202,4 @@ kill -CONT "$REDIS_PID"
 end_call
 expect_match "send: a reload does not break a send in progress, which completes once Redis reads" "$OUTPUT" "^t [1-9][0-9]*$"
 
-redis_finish
+checks_finish

@@ -266,4 +266,4 @@ check "the killed node comes back" topology_node_restart "$KILLED"
 check "the cluster settles" topology_cluster_settled
 
 sess_close a
-redis_finish
+checks_finish

@@ -377,4 +377,4 @@ sess a "RESET fencing.redis_host; RESET fencing.redis_port; SELECT fenced_acquir
 expect_match "after all that the session still works" "$S|$R" '^00000\|[0-9]+$'
 
 sess_close a
-redis_finish
+checks_finish

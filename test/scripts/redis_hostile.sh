@@ -228,4 +228,4 @@ fake_stop_all
 
 sess_close a
 sess_close b
-redis_finish
+checks_finish

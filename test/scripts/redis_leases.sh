@@ -144,4 +144,4 @@ expect "and ends its declaration all the same" "$R" "0"
 
 sess_close a
 sess_close b
-redis_finish
+checks_finish

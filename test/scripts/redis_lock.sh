@@ -260,4 +260,4 @@ expect "the next acquisition without WAIT works" "$R" "t"
 
 sess_close a
 sess_close b
-redis_finish
+checks_finish

@@ -95,4 +95,4 @@ grown=$((m8 - m0))
 check "the statement's memory does not grow with the attempts (grew $grown bytes over 8 s)" test "$grown" -lt 8192
 sess b "SELECT fenced_release('busy:1');"
 
-redis_finish
+checks_finish

@@ -196,4 +196,4 @@ check "the killed node comes back" topology_node_restart "$KILLED"
 check "as a replica of the new primary" topology_sentinel_settled
 
 sess_close a
-redis_finish
+checks_finish

@@ -53,4 +53,4 @@ sess_close b
 q -c "ALTER SYSTEM RESET fencing.redis_sentinel_username" -c "SELECT pg_reload_conf()" >/dev/null
 
 sess_close a
-redis_finish
+checks_finish

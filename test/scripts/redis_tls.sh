@@ -309,4 +309,4 @@ sess_close a
 expect_no_match "the password is in no message the sessions saw" "$ALL_OUTPUT$(cat "$SESS_DIR"/*.out)" "$PW"
 expect_no_match "nor in the server's log (at debug1)" "$(cat "$PGHOST/server.log")" "$PW"
 
-redis_finish
+checks_finish

@@ -148,4 +148,4 @@ expect "classic layout: acquired and extended" "$R" "t|t"
 expect "classic layout: its counter still has no expiry" "$(rcli PTTL "fence:$r")" "-1"
 sess a "SELECT fenced_release('$r'); RESET fencing.redis_lock_key; RESET fencing.redis_token_key;"
 
-redis_finish
+checks_finish

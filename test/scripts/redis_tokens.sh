@@ -164,4 +164,4 @@ expect "(d) S2's stale write after S3's is rejected" "$S" "TF001"
 sess_close a
 sess_close b
 sess_close c
-redis_finish
+checks_finish

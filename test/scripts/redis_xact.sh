@@ -278,4 +278,4 @@ check "a backend exiting with Redis frozen is gone within the command timeout ($
 
 sess_close a
 q -c "DROP TABLE items" >/dev/null
-redis_finish
+checks_finish
