@@ -41,6 +41,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../lib/harness.sh"
+source "$here/../lib/psql.sh"
 
 name=${1:?usage: scenario.sh NAME [history.py run options...]}
 shift
@@ -60,7 +61,6 @@ check() {
 	shift
 	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
 }
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
 # A figure from the checker's JSON summary.
 fig() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, d))' "$@"; }
@@ -70,7 +70,7 @@ chmod 777 "$work"
 
 start_pg() {
 	harness_start_pg "track_commit_timestamp = on" "max_connections = 60" "$@" || exit 1
-	q -c "CREATE EXTENSION fencing" >/dev/null
+	sql -c "CREATE EXTENSION fencing" >/dev/null
 }
 
 start_pg_redis() {
@@ -113,7 +113,7 @@ redis_restart() {
 	harness_redis_launch
 }
 
-log_rows() { q -c "SELECT count(*) FROM hist_log" 2>/dev/null || echo 0; }
+log_rows() { sql -c "SELECT count(*) FROM hist_log" 2>/dev/null || echo 0; }
 
 # A session kept open for probes (a lease ends with its session): start it
 # with probe_open, run one statement with probe SQL, which prints its
@@ -155,7 +155,7 @@ check_history() {
 sabotage() {
 	[ "$SABOTAGE" = 1 ] || return 0
 	harness_log "SABOTAGE: $1"
-	q -c "$2" >/dev/null
+	sql -c "$2" >/dev/null
 }
 
 # check_failover_history LABEL: after the two faults of a failover
@@ -303,7 +303,7 @@ redis-loss)
 	check "the old primary granted on after the replica was promoted ($before -> $after EVALSHA)" \
 		test "${after:-0}" -gt "${before:-0}"
 	kill -TERM "$REDIS_PID"
-	q -c "ALTER SYSTEM SET fencing.redis_port = $replica_port" -c "SELECT pg_reload_conf()" >/dev/null
+	sql -c "ALTER SYSTEM SET fencing.redis_port = $replica_port" -c "SELECT pg_reload_conf()" >/dev/null
 	date +%s.%N >"$work/failedover"
 	wait "$run_pid"
 	check "clients ran to the end" test $? -eq 0
@@ -350,8 +350,8 @@ redis-stop)
 
 dump-restore)
 	start_pg
-	q -c "CREATE DATABASE src" -c "CREATE DATABASE dst TEMPLATE template0" >/dev/null
-	PGDATABASE=src q -c "CREATE EXTENSION fencing" >/dev/null
+	sql -c "CREATE DATABASE src" -c "CREATE DATABASE dst TEMPLATE template0" >/dev/null
+	PGDATABASE=src sql -c "CREATE EXTENSION fencing" >/dev/null
 	PGDATABASE=src setup
 	PGDATABASE=src run_bg "$work/src" --source seq --ttl-ms 100
 	PGDATABASE=src check "the history got going" wait_for_rows 80
@@ -366,11 +366,11 @@ dump-restore)
 	PGDATABASE=dst sabotage "forget a restored mark" "SELECT fence_forget('res:1')"
 	# every resource of the restored log rejects the token below its highest
 	# logged token, on delete and insert
-	stale=$(PGDATABASE=dst q -c "SELECT count(DISTINCT resource) FROM hist_log WHERE token > 1")
+	stale=$(PGDATABASE=dst sql -c "SELECT count(DISTINCT resource) FROM hist_log WHERE token > 1")
 	rejected=0
-	for rt in $(PGDATABASE=dst q -F ' ' -c "SELECT substr(resource, 5) || ':' || max(token) FROM hist_log GROUP BY resource HAVING max(token) > 1"); do
+	for rt in $(PGDATABASE=dst sql -F ' ' -c "SELECT substr(resource, 5) || ':' || max(token) FROM hist_log GROUP BY resource HAVING max(token) > 1"); do
 		r=${rt%%:*} t=${rt##*:}
-		n=$(PGDATABASE=dst q -c "SELECT count(*) FROM hist_items WHERE res_id = $r")
+		n=$(PGDATABASE=dst sql -c "SELECT count(*) FROM hist_items WHERE res_id = $r")
 		st=$(PGDATABASE=dst psql -X -q -A -t -v ON_ERROR_STOP=0 2>/dev/null -c "SELECT fence_use('res:$r', $t - 1)" \
 			-c "DELETE FROM hist_items WHERE res_id = $r" -c '\echo :SQLSTATE' \
 			-c "INSERT INTO hist_events (res_id, val, tok) VALUES ($r, 'stale', $t - 1)" \

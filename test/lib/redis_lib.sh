@@ -15,6 +15,8 @@
 
 # shellcheck source-path=SCRIPTDIR source=harness.sh
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
+# shellcheck source-path=SCRIPTDIR source=psql.sh
+source "$(dirname "${BASH_SOURCE[0]}")/psql.sh"
 # shellcheck source-path=SCRIPTDIR source=checks.sh
 source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
@@ -34,9 +36,6 @@ start_replica() {
 	return 1
 }
 
-# One-shot query as the superuser: unaligned, tuples only.
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-
 # redis-cli against the harness's server, over its Unix socket.
 REDIS_CLI_AUTH=()
 rcli() { redis-cli -s "$REDIS_SOCKET" "${REDIS_CLI_AUTH[@]}" "$@" 2>/dev/null; }
@@ -49,7 +48,7 @@ redis_start_pg() {
 		"fencing.redis_host = '127.0.0.1'" \
 		"fencing.redis_port = $REDIS_PORT" \
 		"$@" || return 1
-	q -c "CREATE EXTENSION fencing" >/dev/null
+	sql -c "CREATE EXTENSION fencing" >/dev/null
 }
 
 # Stop the harness's redis-server (only the PID it started) and wait.

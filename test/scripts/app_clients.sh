@@ -14,6 +14,7 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 harness_install_deps python3-sqlalchemy
@@ -29,8 +30,6 @@ snippet() {
 		inside { print }
 	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
 }
-
-sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
 # a table for the snippets: order 42 written at 33
 sql -c "CREATE EXTENSION fencing" -c "

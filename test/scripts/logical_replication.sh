@@ -30,21 +30,18 @@ set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 
 harness_start_pg "wal_level = logical"
 PUB_HOST=$PGHOST PUB_PORT=$PGPORT PUB_DATA=$PGDATA_DIR
 harness_start_pg
 SUB_HOST=$PGHOST SUB_PORT=$PGPORT SUB_DATA=$PGDATA_DIR
 
-pub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$PUB_HOST" -p "$PUB_PORT" "$@"; }
-sub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$SUB_HOST" -p "$SUB_PORT" "$@"; }
+pub() { PGOPTIONS="-c client_min_messages=warning" sql -h "$PUB_HOST" -p "$PUB_PORT" "$@"; }
+sub() { PGOPTIONS="-c client_min_messages=warning" sql -h "$SUB_HOST" -p "$SUB_PORT" "$@"; }
 
 # The SQLSTATE a statement ends with on the subscriber ("00000" on success).
-sub_sqlstate() {
-	printf '%s;\n\\echo SQLSTATE=:SQLSTATE\n' "$1" |
-		psql -X -q -A -t -v ON_ERROR_STOP=0 -h "$SUB_HOST" -p "$SUB_PORT" 2>/dev/null |
-		sed -n 's/^SQLSTATE=//p'
-}
+sub_sqlstate() { sqlstate_of "host=$SUB_HOST port=$SUB_PORT" "$1"; }
 
 # Poll the subscriber until a query returns the wanted text, for at most
 # 30 seconds; print what it returned last.

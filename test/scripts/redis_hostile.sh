@@ -138,7 +138,7 @@ redirected "CLUSTER SLOTS naming a Unix socket" --slots "$TRAP_SOCKET:1"
 REFUSED_TEXT="redirected to \"localhost:$REDIS_PORT\".*DETAIL: +A host name.*HINT: +.*fencing.redis_discovered_host_names"
 redirected "-MOVED to a host name" --eval "-MOVED 1 localhost:$REDIS_PORT"
 sess a "SET fencing.redis_discovered_host_names = on;"
-expect "a superuser's setting" "$(q -c "SELECT context FROM pg_settings WHERE name = 'fencing.redis_discovered_host_names'")" "superuser"
+expect "a superuser's setting" "$(sql -c "SELECT context FROM pg_settings WHERE name = 'fencing.redis_discovered_host_names'")" "superuser"
 sess a "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT'; SELECT fenced_acquire('redir:2');"
 expect_match "with fencing.redis_discovered_host_names on, the redirect is followed" "$S|$R" '^00000\|[1-9][0-9]*$'
 sess a "RESET fencing.redis_cluster_nodes; RESET fencing.redis_discovered_host_names;"

@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-q <<'SQL' >/dev/null
+sql <<'SQL' >/dev/null
 CREATE TABLE items (id int, tok fence_token, val text);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{id}');
@@ -108,7 +108,7 @@ sess a "SELECT fenced_acquire('order:3');"
 t1=$R
 bg_out=$SESS_DIR/wait.out
 t0=$(now_ms)
-q -c "SELECT fenced_acquire('order:3', wait => '10 s')" >"$bg_out" 2>&1 &
+sql -c "SELECT fenced_acquire('order:3', wait => '10 s')" >"$bg_out" 2>&1 &
 bg=$!
 sleep 0.5
 sess a "SELECT fenced_release('order:3');"
@@ -159,7 +159,7 @@ sess a "SELECT fenced_release('order:6');"
 # a mark above the Redis clock, as if that clock were behind the one that
 # issued the mark's token
 high=9000000000000000
-q -c "SELECT fence_advance('order:6', $high)" >/dev/null
+sql -c "SELECT fence_advance('order:6', $high)" >/dev/null
 before=$(redis_now_us)
 sess a "SELECT fenced_acquire('order:6');"
 after=$(redis_now_us)

@@ -28,7 +28,7 @@ harness_start_pg \
 	"fencing.redis_sentinels = '$SENTINEL_LIST'" \
 	"fencing.redis_sentinel_master = '$SENTINEL_MASTER'" \
 	"fencing.redis_sentinel_password_file = '$SENTINEL_PASSWORD_FILE'" || exit 1
-q -c "CREATE EXTENSION fencing" >/dev/null
+sql -c "CREATE EXTENSION fencing" >/dev/null
 
 # the token counter on a data node, and whether it holds the lock
 counter_on() { redis-cli -p "$1" GET 'fencing:v1:{r:'"$2"'}:token' 2>/dev/null; }
@@ -61,7 +61,7 @@ expect "entries without a comma are refused" "$S" "22023"
 sess a "SET fencing.redis_sentinel_master = 'two words';"
 expect "a master name with white space is refused" "$S" "22023"
 
-q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval) TO regress_app" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_sentinels = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at other Sentinels" "$S" "42501"

@@ -139,7 +139,7 @@ expect_match "in the handshake" "$R" "TLS handshake with Redis server at \"127\.
 attempt "SET fencing.redis_host = '$REDIS_SOCKET'; SET fencing.redis_password_file = '';"
 expect "a Unix socket carries no TLS (as libpq's sslmode)" "$S|$R" "00000|t"
 
-q -c "CREATE ROLE regress_app LOGIN" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" >/dev/null
 sess_open app -U regress_app
 for setting in redis_tls redis_tls_ca_file redis_tls_cert_file redis_tls_key_file redis_tls_server_name; do
 	sess app "SET fencing.$setting = 'x';"
@@ -149,7 +149,7 @@ sess_close app
 
 # ------------------------------------------- one handshake per connection
 
-connects() { q -c "SELECT connects FROM fence_stat_redis"; }
+connects() { sql -c "SELECT connects FROM fence_stat_redis"; }
 sess a "RESET ALL; SELECT fenced_acquire('tls:reuse', ttl => '5s') > 0;"
 sleep 0.3	# session tickets, if any, have arrived by now
 c0=$(connects)

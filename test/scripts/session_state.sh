@@ -34,16 +34,12 @@ harness_tmpdir workdir
 # The SQLSTATE the last statement of $2 ends with, for role app (00000 on
 # success); its messages (notices and warnings included) go to $workdir/err.
 app_state() {
-	local db=$1 stmts=$2
-	{
-		printf '%s;\n' "$stmts"
-		printf '\\echo SQLSTATE=:SQLSTATE\n'
-	} | psql -X -q -A -t -v ON_ERROR_STOP=0 -U app -d "$db" 2>"$workdir/err" |
-		sed -n 's/^SQLSTATE=//p'
+	: >"$workdir/err"
+	PGUSER=app STATEMENTS_LOG=$workdir/err sqlstate_of "$1" "$2"
 }
 
 # What role app gets from one query.
-app_sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -U app "$@" 2>"$workdir/err"; }
+app_sql() { sql -U app "$@" 2>"$workdir/err"; }
 
 # A cluster for the checks: role app with the setting off, a guarded
 # table, the Redis server, and the grants of the Redis functions.

@@ -23,11 +23,6 @@ harness_start_redis
 harness_start_pg "shared_preload_libraries = 'fencing'" \
 	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT"
 
-# Run a statement that may fail; its error is not shown.
-try() {
-	psql -X -q -A -t -d "$1" -c "$2" >/dev/null 2>&1 || true
-}
-
 sql postgres -c 'CREATE DATABASE one' -c 'CREATE DATABASE two' -c 'CREATE ROLE stats_reader'
 for db in one two; do
 	sql "$db" >/dev/null <<'EOF'
@@ -43,12 +38,12 @@ expect "fence_stat_info: shared, room for 1000 tables, none yet" \
 
 harness_log "accepts and rejects in several sessions, read from others"
 sql one -c 'INSERT INTO items VALUES (1, 5), (1, 5), (2, 7)'
-try one "INSERT INTO items VALUES (1, 4)"
-try one "INSERT INTO items VALUES (1, 3)"
-try one "UPDATE items SET order_id = 1 WHERE order_id = 2"
+sqlstate_of one "INSERT INTO items VALUES (1, 4)" >/dev/null
+sqlstate_of one "INSERT INTO items VALUES (1, 3)" >/dev/null
+sqlstate_of one "UPDATE items SET order_id = 1 WHERE order_id = 2" >/dev/null
 sql one -c 'INSERT INTO items VALUES (1, 6)'
 sql two -c 'INSERT INTO items VALUES (1, 1)'
-try two "INSERT INTO items VALUES (1, 0)"
+sqlstate_of two "INSERT INTO items VALUES (1, 0)" >/dev/null
 # counted at the end of each transaction: an open one shows nothing yet
 sql one -c 'BEGIN' -c 'INSERT INTO items VALUES (3, 1)' \
 	-c "\\! psql -X -q -A -t -d one -c 'SELECT checked FROM fence_stat_tables' >$PGHOST/during" -c 'COMMIT'
@@ -115,7 +110,7 @@ EOF
 sql one -c "SELECT fence_advance('job:2', 8000000000000000000)" >/dev/null
 sql one -c "SELECT fenced_acquire('job:2')" >/dev/null 2>&1
 # Redis unreachable, reported; and caught by an exception block, not counted
-try one "SET fencing.redis_port = $(harness_free_port); SELECT fenced_acquire('job:3')"
+sqlstate_of one "SET fencing.redis_port = $(harness_free_port); SELECT fenced_acquire('job:3')" >/dev/null
 sql one >/dev/null <<EOF
 SET fencing.redis_port = $(harness_free_port);
 DO \$\$

@@ -20,11 +20,6 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 
-# Run a statement that may fail; its error is not shown.
-try() {
-	psql -X -q -A -t -d "$1" -c "$2" >/dev/null 2>&1 || true
-}
-
 # A two-level partitioned table "orders", guarded by a trigger on its root
 # (cloned to every partition), and a plain table "plain".
 schema() {
@@ -46,9 +41,9 @@ SQL
 # Writes to each partition: 4 accepted, 2 stale, 1 without a token.
 writes() {
 	sql "$1" -c "INSERT INTO orders VALUES ('eu', 1, 5), ('eu', 150, 5), ('us', 7, 5)"
-	try "$1" "INSERT INTO orders VALUES ('eu', 1, 4)"
-	try "$1" "INSERT INTO orders VALUES ('us', 7, 3)"
-	try "$1" "INSERT INTO orders VALUES ('eu', 2, NULL)"
+	sqlstate_of "$1" "INSERT INTO orders VALUES ('eu', 1, 4)" >/dev/null
+	sqlstate_of "$1" "INSERT INTO orders VALUES ('us', 7, 3)" >/dev/null
+	sqlstate_of "$1" "INSERT INTO orders VALUES ('eu', 2, NULL)" >/dev/null
 	sql "$1" -c "INSERT INTO orders VALUES ('eu', 151, 6)"
 }
 
