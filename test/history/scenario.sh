@@ -2,7 +2,8 @@
 # test/history/scenario.sh: one randomized history (test/history/history.py)
 # against a throwaway cluster (and redis-server), with or without a fault
 # injected while it runs.  Prints the checker's figures and "ok - ..." /
-# "not ok - ..." lines; exits non-zero if any check failed.
+# "not ok - ..." lines (test/lib/checks.sh), and "# N checks, N failed";
+# exits non-zero if any check failed.
 #
 #   bash test/history/scenario.sh NAME [history.py run options...]
 #
@@ -40,8 +41,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../lib/harness.sh"
-source "$here/../lib/psql.sh"
+source "$here/../lib/redis_lib.sh"
 
 name=${1:?usage: scenario.sh NAME [history.py run options...]}
 shift
@@ -50,35 +50,22 @@ OPS=${HISTORY_OPS:-40}
 CLIENTS=${HISTORY_CLIENTS:-8}
 SABOTAGE=${FENCING_SABOTAGE:-0}
 
-failed=0
-ok() { echo "ok - $*"; }
-not_ok() {
-	echo "not ok - $*"
-	failed=$((failed + 1))
-}
-check() {
-	local desc=$1
-	shift
-	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
-}
-
 # A figure from the checker's JSON summary.
 fig() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, d))' "$@"; }
 
 harness_tmpdir work
 chmod 777 "$work"
 
+# The histories' PostgreSQL: commit timestamps on, room for the clients.
+HISTORY_PG=("track_commit_timestamp = on" "max_connections = 60")
+
 start_pg() {
-	harness_start_pg "track_commit_timestamp = on" "max_connections = 60" "$@" || exit 1
+	harness_start_pg "${HISTORY_PG[@]}" "$@" || exit 1
 	sql -c "CREATE EXTENSION fencing" >/dev/null
 }
 
-start_pg_redis() {
-	# the free port can be taken between probe and bind: try again
-	harness_start_redis || harness_start_redis || harness_start_redis || exit 1
-	start_pg "shared_preload_libraries = 'fencing'" \
-		"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT" "$@"
-}
+# The free port can be taken between probe and bind: try again.
+start_redis() { harness_start_redis || harness_start_redis || harness_start_redis || exit 1; }
 
 # Kill the postmaster we started with SIGKILL, and start it again once its
 # orphaned backends have gone.
@@ -182,7 +169,8 @@ seq | redis | long)
 	extra=()
 	if [ "$name" != seq ]; then
 		source=redis
-		start_pg_redis
+		start_redis
+		redis_start_pg "${HISTORY_PG[@]}" || exit 1
 	else
 		start_pg
 	fi
@@ -234,11 +222,11 @@ pg-kill)
 	;;
 
 redis-flush)
-	start_pg_redis
+	start_redis
+	redis_start_pg "${HISTORY_PG[@]}" || exit 1
 	setup
 	run_bg "$work/h" --source redis --ttl-ms 200
 	check "the history got going" wait_for_rows 40
-	rcli() { redis-cli -s "$REDIS_SOCKET" "$@"; }
 	harness_log "FLUSHALL"
 	date +%s.%N >"$work/flushed"
 	check "FLUSHALL" test "$(rcli FLUSHALL)" = OK
@@ -266,10 +254,10 @@ redis-flush)
 	;;
 
 redis-loss)
-	start_pg_redis
+	start_redis
+	redis_start_pg "${HISTORY_PG[@]}" || exit 1
 	setup
 	run_bg "$work/h" --source redis --ttl-ms 200
-	rcli() { redis-cli -s "$REDIS_SOCKET" "$@"; }
 	check "the history got going" wait_for_rows 40
 	harness_log "SAVE, then restart redis-server from that snapshot"
 	check "SAVE" test "$(rcli SAVE)" = OK
@@ -320,7 +308,8 @@ redis-loss)
 	;;
 
 redis-stop)
-	start_pg_redis "fencing.redis_command_timeout = 500"
+	start_redis
+	redis_start_pg "${HISTORY_PG[@]}" "fencing.redis_command_timeout = 500" || exit 1
 	setup
 	# a short wait for busy locks and no freezes by the parent, so that an
 	# acquisition's time is bounded by the wait plus one Redis command
@@ -521,5 +510,5 @@ esac
 if [ -n "${HISTORY_KEEP:-}" ]; then
 	mkdir -p "$HISTORY_KEEP" && cp -r "$work"/. "$HISTORY_KEEP"/ && echo "# outputs kept in $HISTORY_KEEP"
 fi
-echo "# scenario $name: $failed failed"
-[ "$failed" -eq 0 ]
+echo "# scenario $name"
+checks_finish
