@@ -16,20 +16,12 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 harness_install_deps python3-sqlalchemy
 command -v npm >/dev/null || harness_install_deps nodejs npm
 harness_start_pg
 harness_tmpdir workdir
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
 
 # a table for the snippets: order 42 written at 33
 sql -c "CREATE EXTENSION fencing" -c "

@@ -35,8 +35,8 @@ while IFS= read -r line; do
 done < <(python3 test/lib/doc_links.py "$FENCING_TOP" || true)
 
 # snippets: the marker names a suite that extracts it, and the reverse.  A
-# suite extracts one by a call "snippet NAME" (or "run_snippet NAME"...) at
-# the start of a line or of a command substitution.
+# suite extracts one by a call "snippet NAME" (test/lib/snippet.sh; or
+# "run_snippet NAME"...) at the start of a line or of a command substitution.
 calls='(^|\$\()[[:space:]]*([a-z_]+_)?snippet'
 markers=$(grep -ho '^<!-- snippet: [^ ]* (run by [^ )]*' "${docs[@]}" |
 	sed 's/^<!-- snippet: \([^ ]*\) (run by \(.*\)$/\1 \2/')

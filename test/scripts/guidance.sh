@@ -23,6 +23,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 if ! harness_install_deps python3-redis; then
 	not_ok "the guidance suite did not run: could not install python3-redis"
@@ -33,15 +34,6 @@ harness_start_pg
 harness_start_redis
 harness_tmpdir workdir
 export REDIS_PORT
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
 
 # Milliseconds since the epoch.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

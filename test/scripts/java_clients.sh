@@ -17,6 +17,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 java_pkgs=(default-jdk-headless libpostgresql-jdbc-java libhikaricp-java libslf4j-java)
 if ! harness_install_deps "${java_pkgs[@]}" || ! command -v javac >/dev/null; then
@@ -30,15 +31,6 @@ harness_start_pg "listen_addresses = '127.0.0.1'"
 harness_start_redis
 harness_tmpdir workdir
 export JDBC_URL="jdbc:postgresql://127.0.0.1:$PGPORT/postgres?user=postgres"
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
 
 sql postgres >/dev/null <<SQL
 ALTER DATABASE postgres SET fencing.redis_host = '127.0.0.1';

@@ -13,6 +13,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 if ! harness_install_deps python3-sqlalchemy; then
 	not_ok "the SQLAlchemy suite did not run: could not install python3-sqlalchemy"
@@ -22,15 +23,6 @@ fi
 harness_start_pg
 harness_start_redis
 harness_tmpdir workdir
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
 
 sql postgres >/dev/null <<SQL
 ALTER DATABASE postgres SET fencing.redis_host = '127.0.0.1';
