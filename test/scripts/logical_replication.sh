@@ -93,7 +93,9 @@ expect "the apply worker is running, not restarting" \
 # raised both resources to 21.  (order:3 was raised by the publisher's
 # DELETE, whose declared token is not replicated: its mark comes from the
 # marks table's own replication, checked below.)
-expect "the subscriber's marks follow the replicated tokens" "$(sub -c "SELECT resource, token FROM fence_marks WHERE resource IN ('order:1', 'order:2') ORDER BY 1")" "order:1|21
+expect "the subscriber's marks follow the replicated tokens" \
+	"$(sub -c "SELECT resource, token FROM fence_marks WHERE resource IN ('order:1', 'order:2') ORDER BY 1")" \
+	"order:1|21
 order:2|21"
 
 # The subscriber stays fenced for its local writers.
