@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# test/lib/checks.sh: the checks of the scripted suites (test/scripts/*.sh);
-# sourced, not run.
+# test/lib/checks.sh: the checks of the scripted suites (test/scripts/*.sh,
+# test/history/scenario.sh); sourced, not run.
 #
 # Each check prints one "ok - DESCRIPTION" or "not ok - DESCRIPTION" line,
 # with "#   ..." lines after a failure saying what differed.  A suite ends
