@@ -2,7 +2,8 @@
 # test/history/scenario.sh: one randomized history (test/history/history.py)
 # against a throwaway cluster (and redis-server), with or without a fault
 # injected while it runs.  Prints the checker's figures and "ok - ..." /
-# "not ok - ..." lines; exits non-zero if any check failed.
+# "not ok - ..." lines (test/lib/checks.sh), and "# N checks, N failed";
+# exits non-zero if any check failed.
 #
 #   bash test/history/scenario.sh NAME [history.py run options...]
 #
@@ -40,7 +41,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../lib/harness.sh"
+source "$here/../lib/redis_lib.sh"
 
 name=${1:?usage: scenario.sh NAME [history.py run options...]}
 shift
@@ -49,36 +50,22 @@ OPS=${HISTORY_OPS:-40}
 CLIENTS=${HISTORY_CLIENTS:-8}
 SABOTAGE=${FENCING_SABOTAGE:-0}
 
-failed=0
-ok() { echo "ok - $*"; }
-not_ok() {
-	echo "not ok - $*"
-	failed=$((failed + 1))
-}
-check() {
-	local desc=$1
-	shift
-	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
-}
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-
 # A figure from the checker's JSON summary.
 fig() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, d))' "$@"; }
 
 harness_tmpdir work
 chmod 777 "$work"
 
+# The histories' PostgreSQL: commit timestamps on, room for the clients.
+HISTORY_PG=("track_commit_timestamp = on" "max_connections = 60")
+
 start_pg() {
-	harness_start_pg "track_commit_timestamp = on" "max_connections = 60" "$@" || exit 1
-	q -c "CREATE EXTENSION fencing" >/dev/null
+	harness_start_pg "${HISTORY_PG[@]}" "$@" || exit 1
+	sql -c "CREATE EXTENSION fencing" >/dev/null
 }
 
-start_pg_redis() {
-	# the free port can be taken between probe and bind: try again
-	harness_start_redis || harness_start_redis || harness_start_redis || exit 1
-	start_pg "shared_preload_libraries = 'fencing'" \
-		"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT" "$@"
-}
+# The free port can be taken between probe and bind: try again.
+start_redis() { harness_start_redis || harness_start_redis || harness_start_redis || exit 1; }
 
 # Kill the postmaster we started with SIGKILL, and start it again once its
 # orphaned backends have gone.
@@ -113,7 +100,7 @@ redis_restart() {
 	harness_redis_launch
 }
 
-log_rows() { q -c "SELECT count(*) FROM hist_log" 2>/dev/null || echo 0; }
+log_rows() { sql -c "SELECT count(*) FROM hist_log" 2>/dev/null || echo 0; }
 
 # A session kept open for probes (a lease ends with its session): start it
 # with probe_open, run one statement with probe SQL, which prints its
@@ -155,7 +142,7 @@ check_history() {
 sabotage() {
 	[ "$SABOTAGE" = 1 ] || return 0
 	harness_log "SABOTAGE: $1"
-	q -c "$2" >/dev/null
+	sql -c "$2" >/dev/null
 }
 
 # check_failover_history LABEL: after the two faults of a failover
@@ -182,7 +169,8 @@ seq | redis | long)
 	extra=()
 	if [ "$name" != seq ]; then
 		source=redis
-		start_pg_redis
+		start_redis
+		redis_start_pg "${HISTORY_PG[@]}" || exit 1
 	else
 		start_pg
 	fi
@@ -234,11 +222,11 @@ pg-kill)
 	;;
 
 redis-flush)
-	start_pg_redis
+	start_redis
+	redis_start_pg "${HISTORY_PG[@]}" || exit 1
 	setup
 	run_bg "$work/h" --source redis --ttl-ms 200
 	check "the history got going" wait_for_rows 40
-	rcli() { redis-cli -s "$REDIS_SOCKET" "$@"; }
 	harness_log "FLUSHALL"
 	date +%s.%N >"$work/flushed"
 	check "FLUSHALL" test "$(rcli FLUSHALL)" = OK
@@ -266,10 +254,10 @@ redis-flush)
 	;;
 
 redis-loss)
-	start_pg_redis
+	start_redis
+	redis_start_pg "${HISTORY_PG[@]}" || exit 1
 	setup
 	run_bg "$work/h" --source redis --ttl-ms 200
-	rcli() { redis-cli -s "$REDIS_SOCKET" "$@"; }
 	check "the history got going" wait_for_rows 40
 	harness_log "SAVE, then restart redis-server from that snapshot"
 	check "SAVE" test "$(rcli SAVE)" = OK
@@ -303,7 +291,7 @@ redis-loss)
 	check "the old primary granted on after the replica was promoted ($before -> $after EVALSHA)" \
 		test "${after:-0}" -gt "${before:-0}"
 	kill -TERM "$REDIS_PID"
-	q -c "ALTER SYSTEM SET fencing.redis_port = $replica_port" -c "SELECT pg_reload_conf()" >/dev/null
+	sql -c "ALTER SYSTEM SET fencing.redis_port = $replica_port" -c "SELECT pg_reload_conf()" >/dev/null
 	date +%s.%N >"$work/failedover"
 	wait "$run_pid"
 	check "clients ran to the end" test $? -eq 0
@@ -320,7 +308,8 @@ redis-loss)
 	;;
 
 redis-stop)
-	start_pg_redis "fencing.redis_command_timeout = 500"
+	start_redis
+	redis_start_pg "${HISTORY_PG[@]}" "fencing.redis_command_timeout = 500" || exit 1
 	setup
 	# a short wait for busy locks and no freezes by the parent, so that an
 	# acquisition's time is bounded by the wait plus one Redis command
@@ -350,8 +339,8 @@ redis-stop)
 
 dump-restore)
 	start_pg
-	q -c "CREATE DATABASE src" -c "CREATE DATABASE dst TEMPLATE template0" >/dev/null
-	PGDATABASE=src q -c "CREATE EXTENSION fencing" >/dev/null
+	sql -c "CREATE DATABASE src" -c "CREATE DATABASE dst TEMPLATE template0" >/dev/null
+	PGDATABASE=src sql -c "CREATE EXTENSION fencing" >/dev/null
 	PGDATABASE=src setup
 	PGDATABASE=src run_bg "$work/src" --source seq --ttl-ms 100
 	PGDATABASE=src check "the history got going" wait_for_rows 80
@@ -366,11 +355,11 @@ dump-restore)
 	PGDATABASE=dst sabotage "forget a restored mark" "SELECT fence_forget('res:1')"
 	# every resource of the restored log rejects the token below its highest
 	# logged token, on delete and insert
-	stale=$(PGDATABASE=dst q -c "SELECT count(DISTINCT resource) FROM hist_log WHERE token > 1")
+	stale=$(PGDATABASE=dst sql -c "SELECT count(DISTINCT resource) FROM hist_log WHERE token > 1")
 	rejected=0
-	for rt in $(PGDATABASE=dst q -F ' ' -c "SELECT substr(resource, 5) || ':' || max(token) FROM hist_log GROUP BY resource HAVING max(token) > 1"); do
+	for rt in $(PGDATABASE=dst sql -F ' ' -c "SELECT substr(resource, 5) || ':' || max(token) FROM hist_log GROUP BY resource HAVING max(token) > 1"); do
 		r=${rt%%:*} t=${rt##*:}
-		n=$(PGDATABASE=dst q -c "SELECT count(*) FROM hist_items WHERE res_id = $r")
+		n=$(PGDATABASE=dst sql -c "SELECT count(*) FROM hist_items WHERE res_id = $r")
 		st=$(PGDATABASE=dst psql -X -q -A -t -v ON_ERROR_STOP=0 2>/dev/null -c "SELECT fence_use('res:$r', $t - 1)" \
 			-c "DELETE FROM hist_items WHERE res_id = $r" -c '\echo :SQLSTATE' \
 			-c "INSERT INTO hist_events (res_id, val, tok) VALUES ($r, 'stale', $t - 1)" \
@@ -521,5 +510,5 @@ esac
 if [ -n "${HISTORY_KEEP:-}" ]; then
 	mkdir -p "$HISTORY_KEEP" && cp -r "$work"/. "$HISTORY_KEEP"/ && echo "# outputs kept in $HISTORY_KEEP"
 fi
-echo "# scenario $name: $failed failed"
-[ "$failed" -eq 0 ]
+echo "# scenario $name"
+checks_finish

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# test/lib/checks.sh: the checks of the scripted suites (test/scripts/*.sh);
-# sourced, not run.
+# test/lib/checks.sh: the checks of the scripted suites (test/scripts/*.sh,
+# test/history/scenario.sh); sourced, not run.
 #
 # Each check prints one "ok - DESCRIPTION" or "not ok - DESCRIPTION" line,
 # with "#   ..." lines after a failure saying what differed.  A suite ends
@@ -29,15 +29,37 @@ check() {
 	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
 }
 
-# expect_eq DESCRIPTION WANT GOT: ok when equal, else show both (their
-# lines joined with " | ").
-expect_eq() {
-	local desc=$1 want=$2 got=$3
-	if [ "$want" = "$got" ]; then
-		ok "$desc"
+# one_line TEXT: TEXT's lines joined with " | ", for a "#   ..." line.
+one_line() { printf '%s' "${1//$'\n'/ | }"; }
+
+# expect DESCRIPTION GOT WANT: ok when equal, else show both.
+expect() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
 	else
-		not_ok "$desc"
-		printf '#   expected: %s\n#        got: %s\n' "${want//$'\n'/ | }" "${got//$'\n'/ | }"
+		not_ok "$1"
+		printf '#   got:  %s\n#   want: %s\n' "$(one_line "$2")" "$(one_line "$3")"
+	fi
+}
+
+# expect_match DESCRIPTION TEXT REGEX (extended; TEXT's lines are joined
+# with spaces, so that a pattern can span a message and its DETAIL)
+expect_match() {
+	if printf '%s' "$2" | tr '\n' ' ' | grep -Eq -- "$3"; then
+		ok "$1"
+	else
+		not_ok "$1"
+		printf '#   got:  %s\n#   want: /%s/\n' "$(one_line "$2")" "$3"
+	fi
+}
+
+# expect_no_match DESCRIPTION TEXT FIXED-STRING
+expect_no_match() {
+	if printf '%s' "$2" | grep -Fq -- "$3"; then
+		not_ok "$1"
+		printf '#   got:  %s\n#   want: no %s\n' "$(one_line "$2")" "$3"
+	else
+		ok "$1"
 	fi
 }
 

@@ -14,23 +14,14 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 harness_install_deps python3-sqlalchemy
 command -v npm >/dev/null || harness_install_deps nodejs npm
 harness_start_pg
 harness_tmpdir workdir
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
-
-sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
 # a table for the snippets: order 42 written at 33
 sql -c "CREATE EXTENSION fencing" -c "
@@ -41,10 +32,10 @@ sql -c "CREATE EXTENSION fencing" -c "
 
 # psycopg2
 snippet python >"$workdir/snippet.py"
-expect_eq "doc/clients.md's psycopg2 snippet: tokens as int, TF001 caught" \
+expect "doc/clients.md's psycopg2 snippet: tokens as int, TF001 caught" \
+	"$(/usr/bin/python3 "$workdir/snippet.py" 2>&1)" \
 	"written with token 34
-stale token, not retried: Token 33 is below the current mark 34." \
-	"$(/usr/bin/python3 "$workdir/snippet.py" 2>&1)"
+stale token, not retried: Token 33 is below the current mark 34."
 
 # node-postgres, from npm.  Offline, npm would retry for many minutes: one
 # retry, 20 s a request and 60 s in all, then the check fails saying why.
@@ -55,10 +46,10 @@ npm_rc=0
 	--fetch-retry-maxtimeout=5000 pg@8 >"$workdir/npm.log" 2>&1) || npm_rc=$?
 if [ "$npm_rc" -eq 0 ]; then
 	snippet node >"$workdir/snippet.js"
-	expect_eq "doc/clients.md's node-postgres snippet: tokens as BigInt, TF001 caught" \
+	expect "doc/clients.md's node-postgres snippet: tokens as BigInt, TF001 caught" \
+		"$(cd "$workdir" && node snippet.js 2>&1)" \
 		"written with token bigint 35
-stale token, not retried: Token 34 is below the current mark 35." \
-		"$(cd "$workdir" && node snippet.js 2>&1)"
+stale token, not retried: Token 34 is below the current mark 35."
 else
 	if [ "$npm_rc" -eq 124 ]; then why="no answer within 60 s"; else why="npm failed"; fi
 	not_ok "the node-postgres snippet did not run: could not install pg@8 from $npm_registry ($why; no network access?)"
@@ -72,14 +63,16 @@ sql -d app -c "CREATE EXTENSION fencing"
 snippet config | sql
 load="SELECT fence_mark('any') IS NULL AS loaded"
 settings="SELECT current_setting('fencing.redis_host') || '|' || current_setting('fencing.redis_port')"
-expect_eq "doc/clients.md's configuration: the database's Redis server, before the library loads" \
-	"10.1.2.3|6380" "$(sql -d app -U app_user -c "$settings")"
-expect_eq "... and after it loads" "10.1.2.3|6380" \
-	"$(sql -d app -U app_user -c "$load" -c "$settings" | tail -1)"
-expect_eq "an ordinary user's SET before the load is discarded when it loads" "10.1.2.3" \
-	"$(sql -d app -U app_user -c "SET fencing.redis_host = 'evil.example'" -c "$load" -c "SHOW fencing.redis_host" 2>/dev/null | tail -1)"
-expect_eq "an ordinary user's SET after the load is refused" "42501" \
-	"$(printf "%s;\nSET fencing.redis_host = 'evil.example';\n\\\\echo :LAST_ERROR_SQLSTATE\n" "$load" | psql -X -q -A -t -d app -U app_user 2>/dev/null | tail -1)"
+expect "doc/clients.md's configuration: the database's Redis server, before the library loads" \
+	"$(sql -d app -U app_user -c "$settings")" "10.1.2.3|6380"
+expect "... and after it loads" \
+	"$(sql -d app -U app_user -c "$load" -c "$settings" | tail -1)" "10.1.2.3|6380"
+expect "an ordinary user's SET before the load is discarded when it loads" \
+	"$(sql -d app -U app_user -c "SET fencing.redis_host = 'evil.example'" -c "$load" -c "SHOW fencing.redis_host" 2>/dev/null | tail -1)" \
+	"10.1.2.3"
+expect "an ordinary user's SET after the load is refused" \
+	"$(printf "%s;\nSET fencing.redis_host = 'evil.example';\n\\\\echo :LAST_ERROR_SQLSTATE\n" "$load" | psql -X -q -A -t -d app -U app_user 2>/dev/null | tail -1)" \
+	"42501"
 
 # a real ORM session
 /usr/bin/python3 "$FENCING_TOP/test/lib/orm_sqlalchemy.py" ||

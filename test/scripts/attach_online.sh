@@ -67,10 +67,10 @@ EOF
 kill -TERM "$writer" 2>/dev/null || true
 wait "$writer" 2>/dev/null || true
 
-expect_eq "the procedure seeded every resource" "$ROWS" \
-	"$(sql postgres -c "SELECT count(*) FROM fence_marks WHERE resource LIKE 'acct:%'")"
-expect_eq "the procedure reported its batches" "1" \
-	"$(grep -c "seeded [0-9]* resources from [0-9]* rows in [0-9]* batches" "$workdir/call.log" || true)"
+expect "the procedure seeded every resource" \
+	"$(sql postgres -c "SELECT count(*) FROM fence_marks WHERE resource LIKE 'acct:%'")" "$ROWS"
+expect "the procedure reported its batches" \
+	"$(grep -c "seeded [0-9]* resources from [0-9]* rows in [0-9]* batches" "$workdir/call.log" || true)" "1"
 during=$(sql postgres -c "SELECT count(*) FROM writes, span WHERE at > started AND at < ended")
 if [ "$during" -gt 10 ]; then
 	ok "the writer kept committing while the marks were seeded ($during transactions)"
@@ -78,14 +78,14 @@ else
 	not_ok "the writer kept committing while the marks were seeded ($during transactions)"
 	sed 's/^/#   /' "$workdir/pgbench.log" "$workdir/call.log"
 fi
-expect_eq "the writer's writes were all accepted" "0" \
-	"$(grep -c 'ERROR\|aborted' "$workdir/pgbench.log" || true)"
-expect_eq "every row's resource has a mark at its token or above" "0" \
-	"$(sql postgres -c "SELECT uncovered FROM fence_check_coverage('accounts')")"
-expect_eq "a stale write after the seeding is rejected (TF001)" "TF001" \
-	"$(sqlstate_of postgres "UPDATE accounts SET tok = 49999 WHERE id = 50000")"
-expect_eq "a stale new row of a seeded resource is rejected (TF001)" "TF001" \
-	"$(sqlstate_of postgres "INSERT INTO accounts VALUES (7, 6, 0)")"
+expect "the writer's writes were all accepted" \
+	"$(grep -c 'ERROR\|aborted' "$workdir/pgbench.log" || true)" "0"
+expect "every row's resource has a mark at its token or above" \
+	"$(sql postgres -c "SELECT uncovered FROM fence_check_coverage('accounts')")" "0"
+expect "a stale write after the seeding is rejected (TF001)" \
+	"$(sqlstate_of postgres "UPDATE accounts SET tok = 49999 WHERE id = 50000")" "TF001"
+expect "a stale new row of a seeded resource is rejected (TF001)" \
+	"$(sqlstate_of postgres "INSERT INTO accounts VALUES (7, 6, 0)")" "TF001"
 
 harness_log "the short lock: given up after lock_attempts, then taken"
 sql postgres >/dev/null <<'EOF'
@@ -103,19 +103,22 @@ for _ in $(seq 100); do
 	[ "$(sql postgres -c "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'busy' AND l.mode = 'RowExclusiveLock' AND l.granted")" = 1 ] && break
 	sleep 0.1
 done
-expect_eq "with the table held, the procedure gives up after its attempts (55P03)" "55P03" \
-	"$(sqlstate_of postgres "CALL fence_attach_concurrently('busy', 'tok', 'b:{id}', lock_timeout => '20ms', lock_attempts => 3)")"
-expect_eq "its message counts the attempts" "1" \
-	"$(grep -c 'could not lock table "busy" to guard it in 3 attempts of 00:00:00.02 each' "$STATEMENTS_LOG" || true)"
-expect_eq "and it left no guard" "0" \
-	"$(sql postgres -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'busy'::regclass")"
+expect "with the table held, the procedure gives up after its attempts (55P03)" \
+	"$(sqlstate_of postgres "CALL fence_attach_concurrently('busy', 'tok', 'b:{id}', lock_timeout => '20ms', lock_attempts => 3)")" \
+	"55P03"
+expect "its message counts the attempts" \
+	"$(grep -c 'could not lock table "busy" to guard it in 3 attempts of 00:00:00.02 each' "$STATEMENTS_LOG" || true)" \
+	"1"
+expect "and it left no guard" \
+	"$(sql postgres -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'busy'::regclass")" "0"
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
 sql postgres -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()" >/dev/null
-expect_eq "once it is free, the procedure guards it" "00000" \
-	"$(sqlstate_of postgres "CALL fence_attach_concurrently('busy', 'tok', 'b:{id}', lock_timeout => '20ms', lock_attempts => 50)")"
-expect_eq "and seeded its marks" "3|4" \
-	"$(sql postgres -c "SELECT fence_mark('b:1'), fence_mark('b:2')")"
+expect "once it is free, the procedure guards it" \
+	"$(sqlstate_of postgres "CALL fence_attach_concurrently('busy', 'tok', 'b:{id}', lock_timeout => '20ms', lock_attempts => 50)")" \
+	"00000"
+expect "and seeded its marks" \
+	"$(sql postgres -c "SELECT fence_mark('b:1'), fence_mark('b:2')")" "3|4"
 
 harness_log "fence_attach in bounded memory"
 sql postgres >/dev/null <<EOF
@@ -138,7 +141,7 @@ else
 	not_ok "fence_attach of $MEM_ROWS resources grew its backend's peak by $grown MB"
 	sed 's/^/#   /' "$workdir/mem.log"
 fi
-expect_eq "fence_attach seeded them all" "$MEM_ROWS" \
-	"$(sql postgres -c "SELECT count(*) FROM fence_marks WHERE resource LIKE 'mem:%'")"
+expect "fence_attach seeded them all" \
+	"$(sql postgres -c "SELECT count(*) FROM fence_marks WHERE resource LIKE 'mem:%'")" "$MEM_ROWS"
 
 checks_finish

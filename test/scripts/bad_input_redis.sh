@@ -15,4 +15,4 @@ extra=()
 harness_start_pg "shared_preload_libraries = 'fencing'" \
 	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT" "${extra[@]}" || exit 1
 psql -X -q -c "CREATE EXTENSION fencing" || exit 1
-REDIS_SOCKET=$REDIS_SOCKET /usr/bin/python3 "$here/bad_input_redis.py"
+REDIS_SOCKET=$REDIS_SOCKET /usr/bin/python3 "$here/../lib/bad_input_redis.py"

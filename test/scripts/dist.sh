@@ -52,6 +52,12 @@ for f in LICENSE CHANGELOG.md META.json README.md Makefile fencing.control \
 	$(cd "$FENCING_TOP" && echo doc/*.md); do
 	check "the tarball holds $f" grep -qxF "$name/$f" "$workdir/contents"
 done
+# one executable-bit convention: no file under test/ is executable; every
+# script runs through its interpreter (bash X, /usr/bin/python3 X), as
+# test/run and the docs run them
+executable=$(tar -tvzf "$tarball" | awk -v t="$name/test/" '$1 ~ /^-..x/ && index($NF, t) == 1 { print $NF }' | tr '\n' ' ')
+check "the tarball holds the tests" grep -q "^$name/test/run$" "$workdir/contents"
+expect "no file under test/ is executable (scripts run as bash X, python3 X)" "$executable" ""
 
 tar -xzf "$tarball" -C "$workdir"
 tree=$workdir/$name
@@ -69,8 +75,8 @@ import json, sys
 m = json.load(open(sys.argv[1]))["provides"]["fencing"]
 print(m["docfile"], *sorted(m["x_docfiles"]))
 ' "$tree/META.json")
-expect_eq "META.json's docfile is README.md, and x_docfiles lists README.md and every doc/*.md" \
-	"README.md $(cd "$FENCING_TOP" && printf '%s\n' README.md doc/*.md | sort | tr '\n' ' ' | sed 's/ $//')" "$meta_docs"
+expect "META.json's docfile is README.md, and x_docfiles lists README.md and every doc/*.md" \
+	"$meta_docs" "README.md $(cd "$FENCING_TOP" && printf '%s\n' README.md doc/*.md | sort | tr '\n' ' ' | sed 's/ $//')"
 for f in ${meta_docs#README.md }; do
 	check "the tarball holds META.json's $f" test -f "$tree/$f"
 done

@@ -22,8 +22,8 @@ shopt -s nullglob
 docs=(README.md doc/*.md)
 
 # the reference's files, one a subject (other documents link to them)
-expect_eq "doc/ holds the reference, one file a subject" \
-	"doc/clients.md doc/design.md doc/guard.md doc/operations.md doc/redis.md" "${docs[*]:1}"
+expect "doc/ holds the reference, one file a subject" \
+	"${docs[*]:1}" "doc/clients.md doc/design.md doc/guard.md doc/operations.md doc/redis.md"
 
 # links and anchors
 while IFS= read -r line; do
@@ -35,14 +35,14 @@ while IFS= read -r line; do
 done < <(python3 test/lib/doc_links.py "$FENCING_TOP" || true)
 
 # snippets: the marker names a suite that extracts it, and the reverse.  A
-# suite extracts one by a call "snippet NAME" (or "run_snippet NAME"...) at
-# the start of a line or of a command substitution.
+# suite extracts one by a call "snippet NAME" (test/lib/snippet.sh; or
+# "run_snippet NAME"...) at the start of a line or of a command substitution.
 calls='(^|\$\()[[:space:]]*([a-z_]+_)?snippet'
 markers=$(grep -ho '^<!-- snippet: [^ ]* (run by [^ )]*' "${docs[@]}" |
 	sed 's/^<!-- snippet: \([^ ]*\) (run by \(.*\)$/\1 \2/')
 check "the docs mark snippets to run" test -n "$markers"
 dups=$(cut -d' ' -f1 <<<"$markers" | sort | uniq -d | tr '\n' ' ')
-expect_eq "no two snippets share a name" "" "$dups"
+expect "no two snippets share a name" "$dups" ""
 while read -r name script; do
 	check "snippet $name is run by $script" grep -qE "$calls $name([[:space:];|>)]|\$)" "$script"
 done <<<"$markers"
@@ -71,12 +71,12 @@ for cell in sys.stdin:
             print("TF%03d" % n)
 ' | sort -u
 }
-expect_eq "README.md's SQLSTATE table names every TF code, and only those" \
-	"$defined" "$(table_codes README.md '### SQLSTATEs')"
-expect_eq "doc/operations.md's SQLSTATE table names every TF code, and only those" \
-	"$defined" "$(table_codes doc/operations.md '## SQLSTATEs')"
-expect_eq "doc/redis.md's table names every TF1 code of src/fencing_errcodes.h" \
-	"$(grep '^TF1' <<<"$defined")" "$(table_codes doc/redis.md '### SQLSTATEs of the Redis functions' | grep '^TF1')"
+expect "README.md's SQLSTATE table names every TF code, and only those" \
+	"$(table_codes README.md '### SQLSTATEs')" "$defined"
+expect "doc/operations.md's SQLSTATE table names every TF code, and only those" \
+	"$(table_codes doc/operations.md '## SQLSTATEs')" "$defined"
+expect "doc/redis.md's table names every TF1 code of src/fencing_errcodes.h" \
+	"$(table_codes doc/redis.md '### SQLSTATEs of the Redis functions' | grep '^TF1')" "$(grep '^TF1' <<<"$defined")"
 
 # "Getting started", each snippet in a session of its own
 harness_start_pg
@@ -102,7 +102,7 @@ run_snippet() {
 	got=$(psql -X <"$workdir/$name.sql" 2>&1 | sed -E 's/[[:space:]]+$//; s/\b[0-9]{16}\b/<token>/g')
 	want=$(block "$name" 2 | sed -E 's/[[:space:]]+$//; s/\b[0-9]{16}\b/<token>/g')
 	check "README's Getting started has snippet $name and its output" test -s "$workdir/$name.sql" -a -n "$want"
-	expect_eq "README's Getting started, $name: the output shown" "$want" "$got"
+	expect "README's Getting started, $name: the output shown" "$got" "$want"
 }
 
 run_snippet start-table

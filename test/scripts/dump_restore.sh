@@ -73,9 +73,9 @@ UPDATE orders SET status = 'paid', fence_token = 40 WHERE id = 1;
 EOF
 
 src_marks=$(marks_of src)
-expect_eq "src has the marks written (order:1 at 34)" \
-	"34" "$(sql src -c "SELECT fence_mark('order:1')")"
-expect_eq "src has 5 marks" "5" "$(sql src -c 'SELECT count(*) FROM fence_marks')"
+expect "src has the marks written (order:1 at 34)" \
+	"$(sql src -c "SELECT fence_mark('order:1')")" "34"
+expect "src has 5 marks" "$(sql src -c 'SELECT count(*) FROM fence_marks')" "5"
 
 harness_log "pg_dump -Fc src; pg_restore -d dst"
 if pg_dump -Fc -f "$workdir/src.dump" src 2>"$workdir/pg_dump.log"; then
@@ -93,47 +93,49 @@ else
 fi
 
 dst_marks=$(marks_of dst) || dst_marks="(fence_marks unreadable)"
-expect_eq "fence_marks of dst equals src (resources and tokens)" \
-	"$(cut -d'|' -f1,2 <<<"$src_marks")" "$(cut -d'|' -f1,2 <<<"$dst_marks")"
-expect_eq "fence_marks of dst keeps when each mark moved" "$src_marks" "$dst_marks"
-expect_eq "dst still registers fence_high_water for pg_dump" "t" \
-	"$(sql dst -c "SELECT 'fence_high_water'::regclass = ANY (extconfig) FROM pg_extension WHERE extname = 'fencing'")"
-expect_eq "in dst, PUBLIC still cannot write the marks or move them by hand" "f|f|f|f|f" \
+expect "fence_marks of dst equals src (resources and tokens)" \
+	"$(cut -d'|' -f1,2 <<<"$dst_marks")" "$(cut -d'|' -f1,2 <<<"$src_marks")"
+expect "fence_marks of dst keeps when each mark moved" "$dst_marks" "$src_marks"
+expect "dst still registers fence_high_water for pg_dump" \
+	"$(sql dst -c "SELECT 'fence_high_water'::regclass = ANY (extconfig) FROM pg_extension WHERE extname = 'fencing'")" \
+	"t"
+expect "in dst, PUBLIC still cannot write the marks or move them by hand" \
 	"$(sql dst -c "SELECT has_table_privilege('public', 'fence_high_water', 'INSERT'),
 		has_table_privilege('public', 'fence_high_water', 'UPDATE'),
 		has_table_privilege('public', 'fence_high_water', 'DELETE'),
 		has_function_privilege('public', 'fence_advance(text, fence_token)', 'EXECUTE'),
-		has_function_privilege('public', 'fence_forget(text)', 'EXECUTE')")"
+		has_function_privilege('public', 'fence_forget(text)', 'EXECUTE')")" \
+	"f|f|f|f|f"
 
 harness_log "writing to dst"
-expect_eq "dst rejects a write to order:1 with stale token 33 (TF001)" "TF001" \
-	"$(sqlstate_of dst "INSERT INTO order_items VALUES (1, 'stale', 1, 33)")"
-expect_eq "dst rejects a stale declared token for order:1 on DELETE (TF001)" "TF001" \
-	"$(sqlstate_of dst "SELECT fence_use('order:1', 33); DELETE FROM order_items WHERE order_id = 1")"
-expect_eq "dst rejects a write to order:9 (no rows, mark 100) with token 99 (TF001)" "TF001" \
-	"$(sqlstate_of dst "INSERT INTO order_items VALUES (9, 'stale', 1, 99)")"
-expect_eq "dst rejects a write without a token (TF002)" "TF002" \
-	"$(sqlstate_of dst "UPDATE order_items SET qty = 0 WHERE order_id = 3")"
-expect_eq "dst refuses TRUNCATE of the fenced table" "TF004" \
-	"$(sqlstate_of dst "TRUNCATE order_items")"
-expect_eq "the rejected writes changed nothing in dst" "34|2" \
-	"$(sql dst -c "SELECT fence_mark('order:1'), count(*) FROM order_items WHERE order_id = 1")"
-expect_eq "dst accepts a write to order:1 with token 35" "00000" \
-	"$(sqlstate_of dst "INSERT INTO order_items VALUES (1, 'fresh', 1, 35)")"
-expect_eq "the accepted write raised order:1 to 35 in dst" "35" \
-	"$(sql dst -c "SELECT fence_mark('order:1')")"
+expect "dst rejects a write to order:1 with stale token 33 (TF001)" \
+	"$(sqlstate_of dst "INSERT INTO order_items VALUES (1, 'stale', 1, 33)")" "TF001"
+expect "dst rejects a stale declared token for order:1 on DELETE (TF001)" \
+	"$(sqlstate_of dst "SELECT fence_use('order:1', 33); DELETE FROM order_items WHERE order_id = 1")" "TF001"
+expect "dst rejects a write to order:9 (no rows, mark 100) with token 99 (TF001)" \
+	"$(sqlstate_of dst "INSERT INTO order_items VALUES (9, 'stale', 1, 99)")" "TF001"
+expect "dst rejects a write without a token (TF002)" \
+	"$(sqlstate_of dst "UPDATE order_items SET qty = 0 WHERE order_id = 3")" "TF002"
+expect "dst refuses TRUNCATE of the fenced table" \
+	"$(sqlstate_of dst "TRUNCATE order_items")" "TF004"
+expect "the rejected writes changed nothing in dst" \
+	"$(sql dst -c "SELECT fence_mark('order:1'), count(*) FROM order_items WHERE order_id = 1")" "34|2"
+expect "dst accepts a write to order:1 with token 35" \
+	"$(sqlstate_of dst "INSERT INTO order_items VALUES (1, 'fresh', 1, 35)")" "00000"
+expect "the accepted write raised order:1 to 35 in dst" \
+	"$(sql dst -c "SELECT fence_mark('order:1')")" "35"
 
-expect_eq "row-scope rows of dst kept their tokens" \
-	"$(sql src -c 'SELECT id, status, fence_token FROM orders ORDER BY id')" \
-	"$(sql dst -c 'SELECT id, status, fence_token FROM orders ORDER BY id')"
-expect_eq "dst rejects a row-scope UPDATE with a lower token 39 (TF001)" "TF001" \
-	"$(sqlstate_of dst "UPDATE orders SET status = 'stale', fence_token = 39 WHERE id = 1")"
-expect_eq "dst rejects a row-scope UPDATE that does not set the token (TF002)" "TF002" \
-	"$(sqlstate_of dst "UPDATE orders SET status = 'stale' WHERE id = 2")"
-expect_eq "dst accepts a row-scope UPDATE with token 41" "00000" \
-	"$(sqlstate_of dst "UPDATE orders SET status = 'shipped', fence_token = 41 WHERE id = 1")"
-expect_eq "row-scope rows of dst after the writes" $'1|shipped|41\n2|new|12' \
-	"$(sql dst -c 'SELECT id, status, fence_token FROM orders ORDER BY id')"
+expect "row-scope rows of dst kept their tokens" \
+	"$(sql dst -c 'SELECT id, status, fence_token FROM orders ORDER BY id')" \
+	"$(sql src -c 'SELECT id, status, fence_token FROM orders ORDER BY id')"
+expect "dst rejects a row-scope UPDATE with a lower token 39 (TF001)" \
+	"$(sqlstate_of dst "UPDATE orders SET status = 'stale', fence_token = 39 WHERE id = 1")" "TF001"
+expect "dst rejects a row-scope UPDATE that does not set the token (TF002)" \
+	"$(sqlstate_of dst "UPDATE orders SET status = 'stale' WHERE id = 2")" "TF002"
+expect "dst accepts a row-scope UPDATE with token 41" \
+	"$(sqlstate_of dst "UPDATE orders SET status = 'shipped', fence_token = 41 WHERE id = 1")" "00000"
+expect "row-scope rows of dst after the writes" \
+	"$(sql dst -c 'SELECT id, status, fence_token FROM orders ORDER BY id')" $'1|shipped|41\n2|new|12'
 
 harness_log "pg_dump -Fp src"
 if pg_dump -Fp -f "$workdir/src.sql" src 2>"$workdir/pg_dump_plain.log"; then
@@ -147,7 +149,7 @@ fi
 dump_rows=$(sed -n '/^COPY [a-z_."]*fence_high_water (resource, token, moved_at) FROM stdin;$/,/^\\\.$/p' \
 	"$workdir/src.sql" | sed '1d;$d' | cut -f1,2 | LC_ALL=C sort) || dump_rows="(no dump)"
 src_rows=$(sql src -c 'COPY (SELECT resource, token FROM fence_high_water) TO STDOUT' | LC_ALL=C sort)
-expect_eq "the plain dump holds every row of fence_high_water" "$src_rows" "$dump_rows"
+expect "the plain dump holds every row of fence_high_water" "$dump_rows" "$src_rows"
 if grep -q $'^order:1\t34\t' "$workdir/src.sql"; then
 	ok "the plain dump holds the mark order:1 at 34"
 else
@@ -174,32 +176,34 @@ INSERT INTO shipments VALUES (1, 'post', 7), (2, 'courier', 3);
 UPDATE shipments SET carrier = 'rail', tok = 8 WHERE order_id = 1;
 EOF
 owned_marks=$(marks_of owned)
-expect_eq "the owner wrote marks in its database" $'shipment:1|8\nshipment:2|3' \
-	"$(cut -d'|' -f1,2 <<<"$owned_marks")"
-expect_eq "the owner is no superuser" "f" \
-	"$(sql owned -U app_owner -c "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")"
+expect "the owner wrote marks in its database" \
+	"$(cut -d'|' -f1,2 <<<"$owned_marks")" $'shipment:1|8\nshipment:2|3'
+expect "the owner is no superuser" \
+	"$(sql owned -U app_owner -c "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" "f"
 if pg_dump -U app_owner -Fc -f "$workdir/owned.dump" owned 2>"$workdir/pg_dump_owner.log"; then
 	ok "pg_dump -Fc of the whole database by its owner"
 else
 	not_ok "pg_dump -Fc of the whole database by its owner"
 	sed 's/^/#   /' "$workdir/pg_dump_owner.log"
 fi
-expect_eq "the owner reads the marks table, no other role does" "t|f" \
+expect "the owner reads the marks table, no other role does" \
 	"$(sql owned -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'SELECT'),
-		has_table_privilege('public', 'fence_high_water', 'SELECT')")"
-expect_eq "the owner may only insert into the marks table (a raise)" "t|f|f|f" \
+		has_table_privilege('public', 'fence_high_water', 'SELECT')")" \
+	"t|f"
+expect "the owner may only insert into the marks table (a raise)" \
 	"$(sql owned -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'INSERT'),
 		has_table_privilege('app_owner', 'fence_high_water', 'UPDATE'),
 		has_table_privilege('app_owner', 'fence_high_water', 'DELETE'),
-		has_table_privilege('app_owner', 'fence_high_water', 'TRUNCATE')")"
+		has_table_privilege('app_owner', 'fence_high_water', 'TRUNCATE')")" \
+	"t|f|f|f"
 
 sql postgres -c 'CREATE DATABASE owned_by_owner OWNER app_owner TEMPLATE template0'
 if pg_restore -U app_owner --exit-on-error -d owned_by_owner "$workdir/owned.dump" \
 	2>"$workdir/pg_restore_owner.log"; then
 	not_ok "a restore by the owner stops at CREATE EXTENSION (untrusted)"
 else
-	expect_eq "a restore by the owner stops at CREATE EXTENSION (untrusted)" "1" \
-		"$(grep -c 'permission denied to create extension "fencing"' "$workdir/pg_restore_owner.log")"
+	expect "a restore by the owner stops at CREATE EXTENSION (untrusted)" \
+		"$(grep -c 'permission denied to create extension "fencing"' "$workdir/pg_restore_owner.log")" "1"
 fi
 
 # The managed-database set-up: a superuser created the extension in an
@@ -213,34 +217,42 @@ CREATE EXTENSION fencing;
 GRANT EXECUTE ON FUNCTION fence_guard() TO app_owner;
 EOF
 pg_restore -U app_owner -d owned_managed "$workdir/owned.dump" 2>"$workdir/pg_restore_managed.log" || true
-expect_eq "the owner's restore hit no error on the marks table" "0" \
-	"$(grep -c 'fence_high_water' "$workdir/pg_restore_managed.log" || true)"
-expect_eq "the owner's restore brought the marks, with when each moved" "$owned_marks" \
-	"$(marks_of owned_managed || echo '(fence_marks unreadable)')"
-expect_eq "after the owner's restore a stale write is rejected (TF001)" "TF001" \
-	"$(sqlstate_of owned_managed "SET ROLE app_owner; UPDATE shipments SET tok = 5 WHERE order_id = 1")"
-expect_eq "the owner's insert cannot lower a mark" "8" \
-	"$(sql owned_managed -U app_owner -c "INSERT INTO fence_high_water VALUES ('shipment:1', 1, now()); SELECT fence_mark('shipment:1')")"
-expect_eq "nor can it update, delete or truncate one (42501)" "42501|42501|42501" \
-	"$(sqlstate_of owned_managed "SET ROLE app_owner; UPDATE fence_high_water SET token = 1")|$(sqlstate_of owned_managed "SET ROLE app_owner; DELETE FROM fence_high_water")|$(sqlstate_of owned_managed "SET ROLE app_owner; TRUNCATE fence_high_water")"
+expect "the owner's restore hit no error on the marks table" \
+	"$(grep -c 'fence_high_water' "$workdir/pg_restore_managed.log" || true)" "0"
+expect "the owner's restore brought the marks, with when each moved" \
+	"$(marks_of owned_managed || echo '(fence_marks unreadable)')" "$owned_marks"
+expect "after the owner's restore a stale write is rejected (TF001)" \
+	"$(sqlstate_of owned_managed "SET ROLE app_owner; UPDATE shipments SET tok = 5 WHERE order_id = 1")" \
+	"TF001"
+expect "the owner's insert cannot lower a mark" \
+	"$(sql owned_managed -U app_owner -c "INSERT INTO fence_high_water VALUES ('shipment:1', 1, now()); SELECT fence_mark('shipment:1')")" \
+	"8"
+expect "nor can it update, delete or truncate one (42501)" \
+	"$(sqlstate_of owned_managed "SET ROLE app_owner; UPDATE fence_high_water SET token = 1")|$(sqlstate_of owned_managed "SET ROLE app_owner; DELETE FROM fence_high_water")|$(sqlstate_of owned_managed "SET ROLE app_owner; TRUNCATE fence_high_water")" \
+	"42501|42501|42501"
 
 harness_log "fence_check_coverage after the restore"
-expect_eq "the owner's check finds every resource covered" "shipments|2|2|0|0" \
-	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, rows, resources, uncovered, repaired FROM fence_check_coverage()")"
+expect "the owner's check finds every resource covered" \
+	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, rows, resources, uncovered, repaired FROM fence_check_coverage()")" \
+	"shipments|2|2|0|0"
 # a mark lost, as by a restore that failed on the marks table
 sql owned_managed -c "SELECT fence_forget('shipment:2')" >/dev/null
 # (an update of the row is still floored by the row's own token)
-expect_eq "with a mark lost, a stale new row is accepted" "00000" \
-	"$(sqlstate_of owned_managed "BEGIN; SET ROLE app_owner; INSERT INTO shipments VALUES (2, 'stale', 1); ROLLBACK")"
-expect_eq "the check reports it" "shipments|1|0" \
-	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, uncovered, repaired FROM fence_check_coverage('shipments')")"
-expect_eq "repair raises it" "shipments|1|1" \
-	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, uncovered, repaired FROM fence_check_coverage('shipments', repair => true)")"
-expect_eq "and the stale write is rejected again (TF001)" "3|TF001" \
-	"$(sql owned_managed -c "SELECT fence_mark('shipment:2')")|$(sqlstate_of owned_managed "SET ROLE app_owner; INSERT INTO shipments VALUES (2, 'stale', 1)")"
+expect "with a mark lost, a stale new row is accepted" \
+	"$(sqlstate_of owned_managed "BEGIN; SET ROLE app_owner; INSERT INTO shipments VALUES (2, 'stale', 1); ROLLBACK")" \
+	"00000"
+expect "the check reports it" \
+	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, uncovered, repaired FROM fence_check_coverage('shipments')")" \
+	"shipments|1|0"
+expect "repair raises it" \
+	"$(sql owned_managed -U app_owner -c "SELECT table_name::text, uncovered, repaired FROM fence_check_coverage('shipments', repair => true)")" \
+	"shipments|1|1"
+expect "and the stale write is rejected again (TF001)" \
+	"$(sql owned_managed -c "SELECT fence_mark('shipment:2')")|$(sqlstate_of owned_managed "SET ROLE app_owner; INSERT INTO shipments VALUES (2, 'stale', 1)")" \
+	"3|TF001"
 sql postgres -c 'CREATE ROLE app_reader LOGIN' >/dev/null
-expect_eq "a role that does not own the database may not run the check (42501)" "42501" \
-	"$(sqlstate_of owned_managed "SET ROLE app_reader; SELECT * FROM fence_check_coverage()")"
+expect "a role that does not own the database may not run the check (42501)" \
+	"$(sqlstate_of owned_managed "SET ROLE app_reader; SELECT * FROM fence_check_coverage()")" "42501"
 
 sql postgres -c 'CREATE DATABASE owned_copy OWNER app_owner TEMPLATE template0'
 if pg_restore --exit-on-error -d owned_copy "$workdir/owned.dump" 2>"$workdir/pg_restore_copy.log"; then
@@ -249,15 +261,16 @@ else
 	not_ok "pg_restore of the owner's dump by a superuser"
 	sed 's/^/#   /' "$workdir/pg_restore_copy.log"
 fi
-expect_eq "the restored copy has the owner's marks" "$owned_marks" \
-	"$(marks_of owned_copy || echo '(fence_marks unreadable)')"
-expect_eq "in the restored copy the owner still reads, and cannot write, the marks table" "t|f" \
+expect "the restored copy has the owner's marks" \
+	"$(marks_of owned_copy || echo '(fence_marks unreadable)')" "$owned_marks"
+expect "in the restored copy the owner still reads, and cannot write, the marks table" \
 	"$(sql owned_copy -c "SELECT has_table_privilege('app_owner', 'fence_high_water', 'SELECT'),
-		has_table_privilege('app_owner', 'fence_high_water', 'UPDATE')")"
-expect_eq "in the restored copy a stale write of the owner is rejected (TF001)" "TF001" \
-	"$(sqlstate_of owned_copy "SET ROLE app_owner; UPDATE shipments SET tok = 7 WHERE order_id = 1")"
-expect_eq "in the restored copy a newer write of the owner is accepted" "00000" \
-	"$(sqlstate_of owned_copy "SET ROLE app_owner; UPDATE shipments SET tok = 9 WHERE order_id = 1")"
+		has_table_privilege('app_owner', 'fence_high_water', 'UPDATE')")" \
+	"t|f"
+expect "in the restored copy a stale write of the owner is rejected (TF001)" \
+	"$(sqlstate_of owned_copy "SET ROLE app_owner; UPDATE shipments SET tok = 7 WHERE order_id = 1")" "TF001"
+expect "in the restored copy a newer write of the owner is accepted" \
+	"$(sqlstate_of owned_copy "SET ROLE app_owner; UPDATE shipments SET tok = 9 WHERE order_id = 1")" "00000"
 
 # A dump of one table carries no marks.  The README's procedure: copy the
 # table's marks along, and raise them in the target with fence_advance()
@@ -272,13 +285,14 @@ CREATE TEMP TABLE copied_marks (resource text, token fence_token);
 \\copy copied_marks FROM '$workdir/shipment_marks.csv' WITH (FORMAT csv)
 SELECT fence_advance(resource, token) FROM copied_marks;
 EOF
-expect_eq "the marks copied along are raised in the target" "$(cut -d'|' -f1,2 <<<"$owned_marks")" \
-	"$(sql one_table -c 'SELECT resource, token FROM fence_marks ORDER BY resource COLLATE "C"')"
+expect "the marks copied along are raised in the target" \
+	"$(sql one_table -c 'SELECT resource, token FROM fence_marks ORDER BY resource COLLATE "C"')" \
+	"$(cut -d'|' -f1,2 <<<"$owned_marks")"
 pg_restore --exit-on-error -d one_table "$workdir/shipments.dump"
-expect_eq "the table-only dump itself brought no marks" "2" \
-	"$(sql one_table -c 'SELECT count(*) FROM fence_marks')"
-expect_eq "the table restored alone rejects a stale write (TF001)" "TF001" \
-	"$(sqlstate_of one_table "UPDATE shipments SET tok = 7 WHERE order_id = 1")"
+expect "the table-only dump itself brought no marks" \
+	"$(sql one_table -c 'SELECT count(*) FROM fence_marks')" "2"
+expect "the table restored alone rejects a stale write (TF001)" \
+	"$(sqlstate_of one_table "UPDATE shipments SET tok = 7 WHERE order_id = 1")" "TF001"
 
 # Partitions keep their TRUNCATE guards across a dump and restore.  Each
 # is a clone of its parent's (README "Partitions and inheritance"), which
@@ -313,12 +327,12 @@ guards_of() {
 		WHERE tgfoid = 'fence_truncate_guard'::regproc ORDER BY tgrelid::regclass::text"
 }
 want_guards=$'events|fence_truncate|f\nevents_1|fence_truncate|t\nevents_2|fence_truncate|t\nevents_2a|fence_truncate|t\nevents_4|fence_truncate|f'
-expect_eq "every partition of parts has a TRUNCATE guard, clones but for the reattached one" \
-	"$want_guards" "$(guards_of parts)"
+expect "every partition of parts has a TRUNCATE guard, clones but for the reattached one" \
+	"$(guards_of parts)" "$want_guards"
 pg_dump -Fc -f "$workdir/parts.dump" parts
-expect_eq "the dump creates the parent's TRUNCATE guard and the reattached partition's own, no clone" \
-	$'TRIGGER public events fence_truncate\nTRIGGER public events_4 fence_truncate' \
-	"$(pg_restore -l "$workdir/parts.dump" | grep -o 'TRIGGER public [a-z_0-9]* fence_truncate' | sort)"
+expect "the dump creates the parent's TRUNCATE guard and the reattached partition's own, no clone" \
+	"$(pg_restore -l "$workdir/parts.dump" | grep -o 'TRIGGER public [a-z_0-9]* fence_truncate' | sort)" \
+	$'TRIGGER public events fence_truncate\nTRIGGER public events_4 fence_truncate'
 sql postgres -c 'CREATE DATABASE parts_dst TEMPLATE template0'
 if pg_restore --exit-on-error -d parts_dst "$workdir/parts.dump" 2>"$workdir/parts_restore.log"; then
 	ok "pg_restore -d parts_dst, without a duplicate trigger"
@@ -326,25 +340,26 @@ else
 	not_ok "pg_restore -d parts_dst, without a duplicate trigger"
 	sed 's/^/#   /' "$workdir/parts_restore.log"
 fi
-expect_eq "in parts_dst every partition has its TRUNCATE guard again" \
-	"$want_guards" "$(guards_of parts_dst)"
+expect "in parts_dst every partition has its TRUNCATE guard again" \
+	"$(guards_of parts_dst)" "$want_guards"
 for part in events_1 events_2 events_2a events_4; do
-	expect_eq "parts_dst refuses TRUNCATE of partition $part (TF004)" "TF004" \
-		"$(sqlstate_of parts_dst "TRUNCATE $part")"
+	expect "parts_dst refuses TRUNCATE of partition $part (TF004)" \
+		"$(sqlstate_of parts_dst "TRUNCATE $part")" "TF004"
 done
-expect_eq "parts_dst refuses a stale write to a partition (TF001)" "TF001" \
-	"$(sqlstate_of parts_dst "INSERT INTO events_2a VALUES (5, 2, 19)")"
+expect "parts_dst refuses a stale write to a partition (TF001)" \
+	"$(sqlstate_of parts_dst "INSERT INTO events_2a VALUES (5, 2, 19)")" "TF001"
 
 # What pg_upgrade restores: its dump (pg_dump --binary-upgrade) has no
 # clones either, and creates the event trigger after every table's
 # triggers, so none is cloned during the upgrade.  That is why
 # fence_truncate_guard_partitions() is to be run after pg_upgrade.
 pg_dump --binary-upgrade --schema-only -f "$workdir/parts_binary.sql" parts
-expect_eq "a binary-upgrade dump creates the TRUNCATE guards of the parent and of the reattached partition only" \
-	$'CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON public.events FOR EACH STATEMENT EXECUTE FUNCTION public.fence_truncate_guard();\nCREATE TRIGGER fence_truncate BEFORE TRUNCATE ON public.events_4 FOR EACH STATEMENT EXECUTE FUNCTION public.fence_truncate_guard();' \
-	"$(grep '^CREATE TRIGGER fence_truncate' "$workdir/parts_binary.sql")"
-expect_eq "a binary-upgrade dump creates the event trigger after the tables' triggers" "t" \
-	"$(awk '/^CREATE TRIGGER/ { t = NR } /^CREATE EVENT TRIGGER fence_ddl_guard/ { e = NR } END { print (e > t ? "t" : "f") }' "$workdir/parts_binary.sql")"
+expect "a binary-upgrade dump creates the TRUNCATE guards of the parent and of the reattached partition only" \
+	"$(grep '^CREATE TRIGGER fence_truncate' "$workdir/parts_binary.sql")" \
+	$'CREATE TRIGGER fence_truncate BEFORE TRUNCATE ON public.events FOR EACH STATEMENT EXECUTE FUNCTION public.fence_truncate_guard();\nCREATE TRIGGER fence_truncate BEFORE TRUNCATE ON public.events_4 FOR EACH STATEMENT EXECUTE FUNCTION public.fence_truncate_guard();'
+expect "a binary-upgrade dump creates the event trigger after the tables' triggers" \
+	"$(awk '/^CREATE TRIGGER/ { t = NR } /^CREATE EVENT TRIGGER fence_ddl_guard/ { e = NR } END { print (e > t ? "t" : "f") }' "$workdir/parts_binary.sql")" \
+	"t"
 
 if [ "$CHECKS_FAILED" -ne 0 ] && [ -s "$workdir/statements.log" ]; then
 	echo "# server messages of the statements run:"

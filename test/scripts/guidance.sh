@@ -23,6 +23,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 if ! harness_install_deps python3-redis; then
 	not_ok "the guidance suite did not run: could not install python3-redis"
@@ -33,15 +34,6 @@ harness_start_pg
 harness_start_redis
 harness_tmpdir workdir
 export REDIS_PORT
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
 
 # Milliseconds since the epoch.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -98,8 +90,8 @@ blocked=$(waiting_of plain)
 check "without the timeouts, a writer waits behind the holder idle in its transaction" \
 	test -n "$blocked"
 wait $holder $waiter || true
-expect_eq "... until the holder commits: the writer then writes" "11" \
-	"$(sql app -c "SELECT tok FROM orders WHERE order_id = 1")"
+expect "... until the holder commits: the writer then writes" \
+	"$(sql app -c "SELECT tok FROM orders WHERE order_id = 1")" "11"
 
 # With doc/clients.md's settings for role app: the idle holder is ended.
 snippet timeouts | sql app
@@ -116,7 +108,7 @@ for _ in $(seq 200); do
 done
 waiter_out=$(psql -X -q -A -t -U app -d app -c "UPDATE orders SET status = 'next', tok = 21 WHERE order_id = 1 RETURNING tok" 2>&1)
 wait $holder || true
-expect_eq "with idle_in_transaction_session_timeout, the writer behind the idle holder goes through" "21" "$waiter_out"
+expect "with idle_in_transaction_session_timeout, the writer behind the idle holder goes through" "$waiter_out" "21"
 check "... and the idle holder's session was ended" \
 	grep -q 'FATAL:  terminating connection due to idle-in-transaction timeout' "$workdir/holder_app.log"
 
@@ -133,9 +125,10 @@ for _ in $(seq 200); do
 	[ -n "$(sql postgres -c "SELECT 1 FROM pg_stat_activity WHERE usename = 'app' AND query LIKE 'SELECT pg_sleep%'")" ] && break
 	sleep 0.05
 done
-expect_eq "with lock_timeout, a writer behind a busy holder fails with 55P03 instead of piling up" "55P03" \
+expect "with lock_timeout, a writer behind a busy holder fails with 55P03 instead of piling up" \
 	"$(printf "UPDATE orders SET status = 'next', tok = 31 WHERE order_id = 1;\n\\\\echo :SQLSTATE\n" |
-		psql -X -q -A -t -U app -d app 2>/dev/null)"
+		psql -X -q -A -t -U app -d app 2>/dev/null)" \
+	"55P03"
 wait $holder || true
 
 # --- Mixing token sources ----------------------------------------------
@@ -146,30 +139,30 @@ new_db mixed
 token=$(sql mixed -c "BEGIN" -c "SELECT fenced_acquire_xact('order:9')" \
 	-c "UPDATE orders SET status = 'acquired' WHERE order_id = 9" -c "COMMIT")
 out=$(PGDATABASE=mixed /usr/bin/python3 "$workdir/worker.py" 2>&1)
-expect_eq "default layout: after a fenced_acquire_xact() write the INCR worker is fenced out, and the hint names the two sources" \
-	"fenced out: Token and mark are $((${#token} - 1)) orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\")." \
-	"$out"
+expect "default layout: after a fenced_acquire_xact() write the INCR worker is fenced out, and the hint names the two sources" \
+	"$out" \
+	"fenced out: Token and mark are $((${#token} - 1)) orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\")."
 check "... and doc/clients.md shows that hint" grep -qF "HINT:  ${out#fenced out: }" "$FENCING_TOP/doc/clients.md"
-expect_eq "a stale token a little below the mark keeps the usual hint" \
-	"HINT:  A newer lock holder has written to this resource; acquire the lock again for a new token." \
-	"$(sql mixed -c "UPDATE orders SET tok = $((token - 1)) WHERE order_id = 9" 2>&1 | grep HINT)"
+expect "a stale token a little below the mark keeps the usual hint" \
+	"$(sql mixed -c "UPDATE orders SET tok = $((token - 1)) WHERE order_id = 9" 2>&1 | grep HINT)" \
+	"HINT:  A newer lock holder has written to this resource; acquire the lock again for a new token."
 
 # The classic layout: both sides share lock:order:9 and fence:order:9.
 new_db classic
 snippet classic-layout | sed 's/DATABASE app/DATABASE classic/' | sql postgres
 token=$(sql classic -c "BEGIN" -c "SELECT fenced_acquire_xact('order:9')" \
 	-c "UPDATE orders SET status = 'acquired' WHERE order_id = 9" -c "COMMIT")
-expect_eq "classic layout: the same worker ships after the fenced_acquire_xact() write" "shipped order:9" \
-	"$(PGDATABASE=classic /usr/bin/python3 "$workdir/worker.py" 2>&1)"
-expect_eq "... with the token after fenced_acquire_xact()'s" "$((token + 1))" \
-	"$(sql classic -c "SELECT tok FROM orders WHERE order_id = 9")"
+expect "classic layout: the same worker ships after the fenced_acquire_xact() write" \
+	"$(PGDATABASE=classic /usr/bin/python3 "$workdir/worker.py" 2>&1)" "shipped order:9"
+expect "... with the token after fenced_acquire_xact()'s" \
+	"$(sql classic -c "SELECT tok FROM orders WHERE order_id = 9")" "$((token + 1))"
 
 # --- How long a failed fenced_acquire_xact takes -----------------------
 kill -STOP "$REDIS_PID"
 start=$(now_ms)
 state=$(sqlstate_of app "SELECT fenced_acquire_xact('order:1')")
 autocommit_ms=$(($(now_ms) - start))
-expect_eq "Redis frozen: fenced_acquire_xact() in autocommit mode fails with TF101" "TF101" "$state"
+expect "Redis frozen: fenced_acquire_xact() in autocommit mode fails with TF101" "$state" "TF101"
 {
 	echo "SET fencing.redis_command_timeout = '300ms';"
 	echo "BEGIN;"
@@ -181,10 +174,10 @@ expect_eq "Redis frozen: fenced_acquire_xact() in autocommit mode fails with TF1
 	echo "\\echo TIMES :t0 :t1 :t2"
 } | psql -X -q -A -t -d app >"$workdir/frozen.log" 2>&1 || true
 kill -CONT "$REDIS_PID"
-expect_eq "... in a transaction block with a 300 ms command timeout: the statement fails, the abort at the error warns that the attempt could not be given back" \
+expect "... in a transaction block with a 300 ms command timeout: the statement fails, the abort at the error warns that the attempt could not be given back" \
+	"$(grep -E '^(ERROR|WARNING):' "$workdir/frozen.log")" \
 	"ERROR:  timed out waiting for a reply from Redis server at \"127.0.0.1:$REDIS_PORT\"
-WARNING:  could not release the Redis lock on resource \"order:1\"" \
-	"$(grep -E '^(ERROR|WARNING):' "$workdir/frozen.log")"
+WARNING:  could not release the Redis lock on resource \"order:1\""
 read -r _ t0 t1 t2 < <(grep '^TIMES' "$workdir/frozen.log")
 echo "# figures, Redis frozen: autocommit call with the default 1 s command timeout: ${autocommit_ms} ms;" \
 	"300 ms command timeout: statement $(((t1 - t0) / 1000000)) ms, ROLLBACK $(((t2 - t1) / 1000000)) ms"

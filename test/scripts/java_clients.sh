@@ -17,6 +17,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 java_pkgs=(default-jdk-headless libpostgresql-jdbc-java libhikaricp-java libslf4j-java)
 if ! harness_install_deps "${java_pkgs[@]}" || ! command -v javac >/dev/null; then
@@ -30,15 +31,6 @@ harness_start_pg "listen_addresses = '127.0.0.1'"
 harness_start_redis
 harness_tmpdir workdir
 export JDBC_URL="jdbc:postgresql://127.0.0.1:$PGPORT/postgres?user=postgres"
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
 
 sql postgres >/dev/null <<SQL
 ALTER DATABASE postgres SET fencing.redis_host = '127.0.0.1';
@@ -66,14 +58,14 @@ else
 fi
 run_java() { java -cp "$workdir/classes:$classpath" "$@" 2>&1; }
 
-expect_eq "doc/clients.md's Java snippet through HikariCP: transaction forms, setLong, setString, TF001" \
+expect "doc/clients.md's Java snippet through HikariCP: transaction forms, setLong, setString, TF001" \
+	"$(run_java FencedWrites)" \
 	"stamped with the lock's token: true
 declarations and leases left behind: 0
 written with token 34 (getObject: PGobject)
-stale token, not retried: Token 33 is below the current mark 34." \
-	"$(run_java FencedWrites)"
-expect_eq "... and it gave the lock back at commit" "" \
-	"$(redis-cli -p "$REDIS_PORT" --raw GET 'fencing:v1:{r:order:42}:lock')"
+stale token, not retried: Token 33 is below the current mark 34."
+expect "... and it gave the lock back at commit" \
+	"$(redis-cli -p "$REDIS_PORT" --raw GET 'fencing:v1:{r:order:42}:lock')" ""
 
 # one line per binding
 if run_java JdbcBindings >"$workdir/bindings.log"; then
@@ -85,9 +77,9 @@ sed 's/^/#   /' "$workdir/bindings.log"
 
 kill "$REDIS_PID"
 wait "$REDIS_PID" 2>/dev/null || true
-expect_eq "doc/clients.md's Java snippet with Redis down: TF101, and the pool keeps its connection" \
+expect "doc/clients.md's Java snippet with Redis down: TF101, and the pool keeps its connection" \
+	"$(run_java RedisOutage)" \
 	"Redis unavailable (TF101): retry later
-the pool kept its connection: true" \
-	"$(run_java RedisOutage)"
+the pool kept its connection: true"
 
 checks_finish

@@ -30,21 +30,18 @@ set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 
 harness_start_pg "wal_level = logical"
 PUB_HOST=$PGHOST PUB_PORT=$PGPORT PUB_DATA=$PGDATA_DIR
 harness_start_pg
 SUB_HOST=$PGHOST SUB_PORT=$PGPORT SUB_DATA=$PGDATA_DIR
 
-pub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$PUB_HOST" -p "$PUB_PORT" "$@"; }
-sub() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$SUB_HOST" -p "$SUB_PORT" "$@"; }
+pub() { PGOPTIONS="-c client_min_messages=warning" sql -h "$PUB_HOST" -p "$PUB_PORT" "$@"; }
+sub() { PGOPTIONS="-c client_min_messages=warning" sql -h "$SUB_HOST" -p "$SUB_PORT" "$@"; }
 
 # The SQLSTATE a statement ends with on the subscriber ("00000" on success).
-sub_sqlstate() {
-	printf '%s;\n\\echo SQLSTATE=:SQLSTATE\n' "$1" |
-		psql -X -q -A -t -v ON_ERROR_STOP=0 -h "$SUB_HOST" -p "$SUB_PORT" 2>/dev/null |
-		sed -n 's/^SQLSTATE=//p'
-}
+sub_sqlstate() { sqlstate_of "host=$SUB_HOST port=$SUB_PORT" "$1"; }
 
 # Poll the subscriber until a query returns the wanted text, for at most
 # 30 seconds; print what it returned last.
@@ -74,8 +71,8 @@ sub -c "SELECT fence_advance('shared:x', 50)" >/dev/null
 pub -c "CREATE PUBLICATION pub FOR ALL TABLES"
 sub -c "CREATE SUBSCRIPTION sub CONNECTION 'host=$PUB_HOST port=$PUB_PORT dbname=postgres user=postgres' PUBLICATION pub"
 
-expect_eq "the initial synchronization finishes" "t" \
-	"$(wait_sub "SELECT bool_and(srsubstate = 'r') AND count(*) = 2 FROM pg_subscription_rel" t)"
+expect "the initial synchronization finishes" \
+	"$(wait_sub "SELECT bool_and(srsubstate = 'r') AND count(*) = 2 FROM pg_subscription_rel" t)" "t"
 
 # INSERT, UPDATE, a move between resources, DELETE
 pub >/dev/null <<'SQL'
@@ -87,47 +84,51 @@ DELETE FROM items WHERE id = 3;
 SQL
 want="1|2|21|moved
 2|2|20|b"
-expect_eq "INSERT, UPDATE, a move and DELETE reach the subscriber" "$want" \
-	"$(wait_sub "SELECT id, order_id, tok, val FROM items ORDER BY id" "$want")"
-expect_eq "the apply worker is running, not restarting" "t" \
-	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")"
+expect "INSERT, UPDATE, a move and DELETE reach the subscriber" \
+	"$(wait_sub "SELECT id, order_id, tok, val FROM items ORDER BY id" "$want")" "$want"
+expect "the apply worker is running, not restarting" \
+	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")" "t"
 
 # The subscriber's marks were raised from the replicated tokens: the move
 # raised both resources to 21.  (order:3 was raised by the publisher's
 # DELETE, whose declared token is not replicated: its mark comes from the
 # marks table's own replication, checked below.)
-expect_eq "the subscriber's marks follow the replicated tokens" "order:1|21
-order:2|21" "$(sub -c "SELECT resource, token FROM fence_marks WHERE resource IN ('order:1', 'order:2') ORDER BY 1")"
+expect "the subscriber's marks follow the replicated tokens" \
+	"$(sub -c "SELECT resource, token FROM fence_marks WHERE resource IN ('order:1', 'order:2') ORDER BY 1")" \
+	"order:1|21
+order:2|21"
 
 # The subscriber stays fenced for its local writers.
-expect_eq "a stale local write on the subscriber is rejected" "TF001" \
-	"$(sub_sqlstate "INSERT INTO items VALUES (10, 2, 20, 'stale')")"
-expect_eq "a tokenless local DELETE on the subscriber is rejected" "TF002" \
-	"$(sub_sqlstate "DELETE FROM items WHERE id = 2")"
-expect_eq "a fresh local write on the subscriber is accepted" "00000" \
-	"$(sub_sqlstate "INSERT INTO items VALUES (10, 5, 1, 'local')")"
+expect "a stale local write on the subscriber is rejected" \
+	"$(sub_sqlstate "INSERT INTO items VALUES (10, 2, 20, 'stale')")" "TF001"
+expect "a tokenless local DELETE on the subscriber is rejected" \
+	"$(sub_sqlstate "DELETE FROM items WHERE id = 2")" "TF002"
+expect "a fresh local write on the subscriber is accepted" \
+	"$(sub_sqlstate "INSERT INTO items VALUES (10, 5, 1, 'local')")" "00000"
 
 # The marks table is published too (FOR ALL TABLES): replicated marks
 # only raise the subscriber's.
-expect_eq "the publisher's marks table is in the publication" "t" \
-	"$(pub -c "SELECT count(*) = 1 FROM pg_publication_tables WHERE pubname = 'pub' AND tablename = 'fence_high_water'")"
-expect_eq "a replicated mark raises the subscriber's" "order:3|31" \
-	"$(wait_sub "SELECT resource, token FROM fence_marks WHERE resource = 'order:3'" "order:3|31")"
+expect "the publisher's marks table is in the publication" \
+	"$(pub -c "SELECT count(*) = 1 FROM pg_publication_tables WHERE pubname = 'pub' AND tablename = 'fence_high_water'")" \
+	"t"
+expect "a replicated mark raises the subscriber's" \
+	"$(wait_sub "SELECT resource, token FROM fence_marks WHERE resource = 'order:3'" "order:3|31")" \
+	"order:3|31"
 pub -c "SELECT fence_advance('shared:x', 40)" >/dev/null
 pub -c "INSERT INTO items VALUES (4, 4, 40, 'after a lower mark')"
 wait_sub "SELECT count(*) FROM items WHERE id = 4" 1 >/dev/null
-expect_eq "a replicated lower mark does not lower the subscriber's" "50" \
-	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")"
+expect "a replicated lower mark does not lower the subscriber's" \
+	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")" "50"
 pub -c "SELECT fence_advance('shared:x', 60)" >/dev/null
-expect_eq "a replicated higher mark raises the subscriber's" "60" \
-	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'shared:x'" 60)"
+expect "a replicated higher mark raises the subscriber's" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'shared:x'" 60)" "60"
 pub -c "SELECT fence_forget('shared:x')" >/dev/null
 pub -c "INSERT INTO items VALUES (5, 5, 50, 'after a forget')"
 wait_sub "SELECT count(*) FROM items WHERE id = 5" 1 >/dev/null
-expect_eq "a mark forgotten on the publisher stays on the subscriber" "60" \
-	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")"
-expect_eq "replication still runs after all of it" "t" \
-	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")"
+expect "a mark forgotten on the publisher stays on the subscriber" \
+	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")" "60"
+expect "replication still runs after all of it" \
+	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")" "t"
 
 # A mark raised several times in one transaction: under wal_level =
 # logical every raise is a new version, which logical decoding sees (an
@@ -139,12 +140,12 @@ SELECT fence_advance('double:x', 80);
 SELECT fence_advance('double:x', 90);
 COMMIT;
 SQL
-expect_eq "a mark raised three times in one transaction reaches the subscriber at its last token" "90" \
-	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'double:x'" 90)"
+expect "a mark raised three times in one transaction reaches the subscriber at its last token" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'double:x'" 90)" "90"
 
 # Outside the apply worker, the marks table's trigger changes nothing.
-expect_eq "a superuser's own write to the marks table passes the trigger" "1" \
-	"$(sub -c "DELETE FROM fence_high_water WHERE resource = 'shared:x' RETURNING 1")"
+expect "a superuser's own write to the marks table passes the trigger" \
+	"$(sub -c "DELETE FROM fence_high_water WHERE resource = 'shared:x' RETURNING 1")" "1"
 
 # A subscriber that lacks a mark's row (it forgot it, above; or it
 # subscribed with copy_data = false) still gets every later raise: under
@@ -156,16 +157,16 @@ expect_eq "a superuser's own write to the marks table passes the trigger" "1" \
 pub -c "SELECT fence_advance('shared:x', 70)" >/dev/null
 pub -c "INSERT INTO items VALUES (6, 6, 60, 'after a raise the subscriber lacks the row for')"
 wait_sub "SELECT count(*) FROM items WHERE id = 6" 1 >/dev/null
-expect_eq "a raise reaches a subscriber that lacks the mark's row" "70" \
-	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")"
+expect "a raise reaches a subscriber that lacks the mark's row" \
+	"$(sub -c "SELECT token FROM fence_marks WHERE resource = 'shared:x'")" "70"
 pub -c "SELECT fence_advance('order:9', 50)" >/dev/null
 wait_sub "SELECT token FROM fence_marks WHERE resource = 'order:9'" 50 >/dev/null
 sub -c "DELETE FROM fence_high_water WHERE resource = 'order:9'" >/dev/null
 pub -c "SELECT fence_advance('order:9', 60)" >/dev/null
-expect_eq "a raise of a mark the subscriber forgot reaches it" "60" \
-	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'order:9'" 60)"
-expect_eq "so a stale local write there is rejected" "TF001" \
-	"$(sub_sqlstate "INSERT INTO items VALUES (11, 9, 11, 'stale')")"
+expect "a raise of a mark the subscriber forgot reaches it" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'order:9'" 60)" "60"
+expect "so a stale local write there is rejected" \
+	"$(sub_sqlstate "INSERT INTO items VALUES (11, 9, 11, 'stale')")" "TF001"
 pub >/dev/null <<'SQL'
 BEGIN;
 SELECT fence_advance('double:y', 70);
@@ -175,12 +176,12 @@ ROLLBACK TO s;
 SELECT fence_advance('double:y', 75);
 COMMIT;
 SQL
-expect_eq "a raise rolled back to a savepoint does not reach the subscriber" "75" \
-	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'double:y'" 75)"
-expect_eq "the publisher keeps one live row per mark" "1" \
-	"$(pub -c "SELECT count(*) FROM fence_high_water WHERE resource = 'double:y'")"
-expect_eq "replication still runs after the raises" "t" \
-	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")"
+expect "a raise rolled back to a savepoint does not reach the subscriber" \
+	"$(wait_sub "SELECT token FROM fence_marks WHERE resource = 'double:y'" 75)" "75"
+expect "the publisher keeps one live row per mark" \
+	"$(pub -c "SELECT count(*) FROM fence_high_water WHERE resource = 'double:y'")" "1"
+expect "replication still runs after the raises" \
+	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")" "t"
 
 sub -c "DROP SUBSCRIPTION sub" >/dev/null
 if [ "$CHECKS_FAILED" -gt 0 ]; then

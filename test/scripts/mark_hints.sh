@@ -66,17 +66,17 @@ stale_rejected() {
 }
 
 sql postgres -c "UPDATE h_rows SET tok = 11" >/dev/null
-expect_eq "raises through recorded addresses" 0 "$(marks_off 11)"
+expect "raises through recorded addresses" "$(marks_off 11)" 0
 
 sql postgres -c "SELECT count(fence_forget('h:' || g)) FROM generate_series(1, 3000) g" \
 	-c "SELECT count(fence_advance('h:' || g, 12)) FROM generate_series(3000, 1, -1) g" >/dev/null
 sql postgres -c "UPDATE h_rows SET tok = 13" >/dev/null
-expect_eq "raises after the marks were forgotten and made again" 0 "$(marks_off 13)"
-expect_eq "a stale write after that is rejected on every row" 3000 "$(stale_rejected 12)"
+expect "raises after the marks were forgotten and made again" "$(marks_off 13)" 0
+expect "a stale write after that is rejected on every row" "$(stale_rejected 12)" 3000
 
 sql postgres -c "VACUUM FULL fence_high_water" -c "UPDATE h_rows SET tok = 14" >/dev/null
-expect_eq "raises after VACUUM FULL of the marks table" 0 "$(marks_off 14)"
-expect_eq "stale writes after VACUUM FULL are rejected" 3000 "$(stale_rejected 13)"
+expect "raises after VACUUM FULL of the marks table" "$(marks_off 14)" 0
+expect "stale writes after VACUUM FULL are rejected" "$(stale_rejected 13)" 3000
 
 # Marks at the end of the table forgotten and the table truncated by
 # VACUUM below the addresses recorded for them.
@@ -85,11 +85,11 @@ sql postgres -c "SELECT count(fence_forget('h:' || g)) FROM generate_series(1, 3
 	-c "SELECT count(fence_advance('h:' || g, 20)) FROM generate_series(1, 3000) g" \
 	-c "SELECT count(fence_forget('h:' || g)) FROM generate_series(101, 3000) g" \
 	-c "VACUUM fence_high_water" >/dev/null
-expect_eq "VACUUM truncated the marks table" 1 \
-	"$(sql postgres -c "SELECT (pg_relation_size('fence_high_water') < 8192 * 10)::int")"
+expect "VACUUM truncated the marks table" \
+	"$(sql postgres -c "SELECT (pg_relation_size('fence_high_water') < 8192 * 10)::int")" 1
 sql postgres -c "UPDATE h_rows SET tok = 21" >/dev/null
-expect_eq "first writes after the truncation find or create their marks" 0 "$(marks_off 21)"
-expect_eq "stale writes after the truncation are rejected" 3000 "$(stale_rejected 20)"
+expect "first writes after the truncation find or create their marks" "$(marks_off 21)" 0
+expect "stale writes after the truncation are rejected" "$(stale_rejected 20)" 3000
 
 # Every other mark forgotten, pruned, and its line pointer reused by
 # another resource's mark.
@@ -97,18 +97,18 @@ sql postgres -c "SELECT count(fence_forget('h:' || g)) FROM generate_series(1, 3
 	-c "VACUUM fence_high_water" \
 	-c "SELECT count(fence_advance('other:' || g, 5)) FROM generate_series(1, 3000) g" >/dev/null
 sql postgres -c "UPDATE h_rows SET tok = 30" >/dev/null
-expect_eq "raises when recorded addresses hold other resources' marks" 0 "$(marks_off 30)"
-expect_eq "the other resources' marks are untouched" 0 \
-	"$(sql postgres -c "SELECT count(*) FROM fence_marks WHERE resource LIKE 'other:%' AND token <> 5")"
-expect_eq "one mark row per resource" 0 \
-	"$(sql postgres -c "SELECT count(*) - count(DISTINCT resource) FROM fence_high_water")"
+expect "raises when recorded addresses hold other resources' marks" "$(marks_off 30)" 0
+expect "the other resources' marks are untouched" \
+	"$(sql postgres -c "SELECT count(*) FROM fence_marks WHERE resource LIKE 'other:%' AND token <> 5")" 0
+expect "one mark row per resource" \
+	"$(sql postgres -c "SELECT count(*) - count(DISTINCT resource) FROM fence_high_water")" 0
 
 sql postgres -c "TRUNCATE fence_high_water" -c "UPDATE h_rows SET tok = 31" >/dev/null
-expect_eq "after TRUNCATE of the marks table first writes create the marks" 0 "$(marks_off 31)"
+expect "after TRUNCATE of the marks table first writes create the marks" "$(marks_off 31)" 0
 
 # TRUNCATE in the transaction that already read the table's size.
 sql postgres -c "BEGIN" -c "UPDATE h_rows SET tok = 32 WHERE id = 1" \
 	-c "TRUNCATE fence_high_water" -c "UPDATE h_rows SET tok = 33" -c "COMMIT" >/dev/null
-expect_eq "writes after a TRUNCATE of the marks table in their transaction" 0 "$(marks_off 33)"
+expect "writes after a TRUNCATE of the marks table in their transaction" "$(marks_off 33)" 0
 
 checks_finish

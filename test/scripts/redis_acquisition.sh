@@ -23,9 +23,9 @@
 #   one updating a row the new holder then updates), run by
 #   pg_isolation_regress against this server.
 #
-# Usage: test/scripts/redis_acquisition.sh   (ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_acquisition.sh   (ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
@@ -33,7 +33,7 @@ redis_start_pg || exit 1
 lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
 held() { rcli EXISTS "$(lock_key "$1")"; }
 
-q -c "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tok fence_token)" \
+sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tok fence_token)" \
 	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON accounts
 		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'acct:{id}')" \
 	-c "INSERT INTO accounts VALUES (1, 1000, 1), (2, 1000, 1)" >/dev/null
@@ -50,15 +50,15 @@ sess a "SELECT balance FROM accounts WHERE id = 1;"
 expect "A reads the balance" "$R" "1000"
 sess a "SELECT token FROM fenced_leases();"
 tok_a=$R
-expect "A's acquisition raised the mark to its token" "$(q -c "SELECT fence_mark('acct:1')")" "$tok_a"
+expect "A's acquisition raised the mark to its token" "$(sql -c "SELECT fence_mark('acct:1')")" "$tok_a"
 sleep 1.2
 # B takes the lock in autocommit and reads, before writing anything.
 sess b "SELECT fenced_acquire('acct:1') IS NOT NULL;"
 expect "B acquires acct:1 after A's lease expired" "$S|$R" "00000|t"
 sess b "SELECT token FROM fenced_leases();"
 tok_b=$R
-expect "B's token is above A's" "$(q -c "SELECT '$tok_b'::fence_token > '$tok_a'::fence_token")" "t"
-expect "the acquisition itself raised the mark to B's token" "$(q -c "SELECT fence_mark('acct:1')")" "$tok_b"
+expect "B's token is above A's" "$(sql -c "SELECT '$tok_b'::fence_token > '$tok_a'::fence_token")" "t"
+expect "the acquisition itself raised the mark to B's token" "$(sql -c "SELECT fence_mark('acct:1')")" "$tok_b"
 sess b "SELECT balance FROM accounts WHERE id = 1;"
 expect "B reads the same balance" "$R" "1000"
 # A wakes and writes 1001 with its token: rejected, though B has not written.
@@ -66,7 +66,7 @@ sess a "UPDATE accounts SET balance = 1001 WHERE id = 1;"
 expect "A's late write, before B's first write, is rejected (TF001)" "$S" "TF001"
 sess b "UPDATE accounts SET balance = balance + 10 WHERE id = 1;"
 expect "B's write is accepted" "$S" "00000"
-expect "no update is lost: the balance is B's" "$(q -c "SELECT balance || '|' || tok FROM accounts WHERE id = 1")" "1010|$tok_b"
+expect "no update is lost: the balance is B's" "$(sql -c "SELECT balance || '|' || tok FROM accounts WHERE id = 1")" "1010|$tok_b"
 sess b "SELECT fenced_release('acct:1');"
 sess a "SELECT fenced_release('acct:1');"
 
@@ -83,7 +83,7 @@ expect "A's write is rejected at once while B's raise is in progress (TF001)" "$
 expect_match "... within a second, not after B's transaction" "$T" '^[0-9]{1,3}$'
 sess b "UPDATE accounts SET balance = balance + 10 WHERE id = 2; COMMIT;"
 expect "B's transaction commits" "$S" "00000"
-expect "the balance is B's" "$(q -c "SELECT balance FROM accounts WHERE id = 2")" "1010"
+expect "the balance is B's" "$(sql -c "SELECT balance FROM accounts WHERE id = 2")" "1010"
 expect "B's lock was given back at commit" "$(held acct:2)" "0"
 sess a "SELECT fenced_release('acct:2');"
 
@@ -91,7 +91,7 @@ sess a "SELECT fenced_release('acct:2');"
 
 sess a "SET fencing.acquire_raises_mark = off; SELECT fenced_acquire_xact('job:7f3a') IS NOT NULL;"
 expect "with fencing.acquire_raises_mark off an acquisition works" "$S|$R" "00000|t"
-expect "... and makes no mark" "$(q -c "SELECT count(*) FROM fence_high_water WHERE resource = 'job:7f3a'")" "0"
+expect "... and makes no mark" "$(sql -c "SELECT count(*) FROM fence_high_water WHERE resource = 'job:7f3a'")" "0"
 sess a "RESET fencing.acquire_raises_mark;"
 
 # ------------------------------------------- read-only and snapshots
@@ -103,16 +103,16 @@ expect "... before Redis was asked: no lock key" "$(held ro:1)" "0"
 
 for level in "REPEATABLE READ" "SERIALIZABLE"; do
 	r="rr:${level// /_}"
-	q -c "SELECT fence_advance('$r', 5)" >/dev/null
+	sql -c "SELECT fence_advance('$r', 5)" >/dev/null
 	sess a "BEGIN ISOLATION LEVEL $level; SELECT count(*) FROM accounts;"
 	# the mark moves after A's snapshot was taken
-	q -c "SELECT fence_advance('$r', 7)" >/dev/null
+	sql -c "SELECT fence_advance('$r', 7)" >/dev/null
 	sess a "SELECT fenced_acquire_xact('$r') > 7;"
 	expect "$level: the raise acts on a mark moved after the snapshot, no 40001" "$S|$R" "00000|t"
 	sess a "COMMIT;"
 	expect "$level: the transaction commits" "$S" "00000"
 	expect "$level: the mark is the acquisition's token" \
-		"$(q -c "SELECT fence_mark('$r') > 7")" "t"
+		"$(sql -c "SELECT fence_mark('$r') > 7")" "t"
 done
 
 # ---------------------------------------------------- aborted acquisitions
@@ -121,7 +121,7 @@ sess a "BEGIN; SELECT fenced_acquire('ab:1') IS NOT NULL;"
 expect "a session acquisition inside a transaction" "$S|$R" "00000|t"
 expect "... holds the lock" "$(held ab:1)" "1"
 sess a "ROLLBACK;"
-expect "ROLLBACK takes the raise back" "$(q -c "SELECT count(*) FROM fence_high_water WHERE resource = 'ab:1'")" "0"
+expect "ROLLBACK takes the raise back" "$(sql -c "SELECT count(*) FROM fence_high_water WHERE resource = 'ab:1'")" "0"
 expect "... and gives the session lease's lock back" "$(held ab:1)" "0"
 sess a "SELECT count(*) FROM fenced_leases() WHERE resource = 'ab:1';"
 expect "... and forgets the lease" "$R" "0"
@@ -145,18 +145,18 @@ expect "... and the lock is given back" "$(held ab:4)" "0"
 
 # A token recorded after the script read the mark: played by a mark far
 # above the Redis clock, which the script's repair then passes.
-q -c "SELECT fence_advance('up:1', 9000000000000000)" >/dev/null
+sql -c "SELECT fence_advance('up:1', 9000000000000000)" >/dev/null
 sess a "SELECT fenced_acquire_xact('up:1') > 9000000000000000;"
 expect "an acquisition on a mark above the clock returns a token above the mark" "$S|${R##*$'\n'}" "00000|t"
 expect_match "... repaired, with the counter's WARNING" "$R" "went backwards"
-expect "... and raised the mark to it" "$(q -c "SELECT fence_mark('up:1') > 9000000000000000")" "t"
+expect "... and raised the mark to it" "$(sql -c "SELECT fence_mark('up:1') > 9000000000000000")" "t"
 
 # ------------------------------------------- an older writer still open
 
 # An older holder's write is open, its transaction holding the mark: an
 # acquisition waits for it only within its own wait, polling.
 sess_open o
-q -c "SELECT fence_advance('open:1', 5)" >/dev/null
+sql -c "SELECT fence_advance('open:1', 5)" >/dev/null
 sess o "BEGIN; SELECT fence_advance('open:1', 6);"
 sess a "SELECT fenced_acquire_xact('open:1', wait => '300 ms') IS NULL;"
 expect "an open older writer of the mark makes a 300 ms acquisition busy (NULL)" "$S|$R" "00000|t"
@@ -194,4 +194,4 @@ else
 	fi
 fi
 
-redis_finish
+checks_finish

@@ -7,9 +7,9 @@
 # preloading, a password in postgresql.conf is readable by anyone until
 # the library loads, which session_preload_libraries closes.
 #
-# Usage: test/scripts/redis_auth.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_auth.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 SECRET='Red1s-Secret-pw'
 WRONG='Wr0ng-Secret-pw'
@@ -26,7 +26,7 @@ write_secret() {
 	as_pg_owner sh -c "umask 077; printf '%s\n' '$3' >'$1'; chmod $2 '$1'"
 }
 
-q >/dev/null <<SQL
+sql >/dev/null <<SQL
 CREATE ROLE regress_app LOGIN;
 GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
@@ -44,7 +44,7 @@ expect "no password configured: SQLSTATE TF104" "$S" "TF104"
 expect_match "Redis asked for authentication" "$R" "DETAIL: +NOAUTH"
 expect_match "with a hint naming the settings" "$R" "HINT: +Set fencing.redis_password or fencing.redis_password_file"
 
-q -c "ALTER SYSTEM SET fencing.redis_password = '$SECRET'" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM SET fencing.redis_password = '$SECRET'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 sess s "SELECT fenced_acquire('order:1');"
 expect_match "with fencing.redis_password the same session authenticates (reload, reconnect)" "$S|$R" '^00000\|[0-9]+$'
@@ -71,7 +71,7 @@ expect "nor set it" "$S" "42501"
 sess u "SET fencing.redis_host = '127.0.0.2';"
 expect "nor point the backend at another server" "$S" "42501"
 
-q -c "ALTER SYSTEM SET fencing.redis_password = '$WRONG'" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM SET fencing.redis_password = '$WRONG'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 sess u "SELECT fenced_acquire('order:3');"
 expect "a wrong password: SQLSTATE TF104" "$S" "TF104"
@@ -81,7 +81,7 @@ expect_no_match "the message does not contain the configured password" "$R" "$WR
 expect_no_match "nor the server's" "$R" "$SECRET"
 sess u "SHOW ALL;"
 expect_no_match "SHOW ALL does not contain it either" "$R" "$WRONG"
-q -c "ALTER SYSTEM RESET fencing.redis_password" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM RESET fencing.redis_password" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 
 # ------------------------------------------------------------- password file
@@ -90,7 +90,7 @@ PWFILE=$SECRETS/redis.pw
 write_secret "$PWFILE" 644 "$FILE_SECRET"
 rcli CONFIG SET requirepass "$FILE_SECRET" >/dev/null
 REDIS_CLI_AUTH=(-a "$FILE_SECRET" --no-auth-warning)
-q -c "ALTER SYSTEM SET fencing.redis_password_file = '$PWFILE'" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM SET fencing.redis_password_file = '$PWFILE'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 sess s "SELECT fenced_acquire('order:4');"
 expect "a password file readable by others is refused (F0000)" "$S" "F0000"
@@ -138,7 +138,7 @@ sess_close s3
 
 sess_close s
 sess_close u
-q -c "ALTER SYSTEM RESET fencing.redis_password_file" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM RESET fencing.redis_password_file" -c "SELECT pg_reload_conf()" >/dev/null
 
 # ------------------------------------------- a server that echoes AUTH
 
@@ -176,13 +176,13 @@ sess_close e
 # A second cluster that does not preload fencing, with the password in
 # postgresql.conf.
 harness_start_pg "fencing.redis_password = '$CONF_SECRET'" || exit 1
-q >/dev/null <<'SQL'
+sql >/dev/null <<'SQL'
 CREATE ROLE regress_nobody LOGIN;
 SQL
 trap_seen=$(psql -X -q -A -t -U regress_nobody -c "SHOW fencing.redis_password" 2>&1)
 expect "without preloading, anyone can SHOW the placeholder (the trap the README warns of)" \
 	"$trap_seen" "$CONF_SECRET"
-q -c "ALTER SYSTEM SET session_preload_libraries = 'fencing'" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM SET session_preload_libraries = 'fencing'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 closed=$(psql -X -q -A -t -U regress_nobody -c "SHOW fencing.redis_password" 2>&1)
 expect_match "with session_preload_libraries it is protected from the first statement" "$closed" \
@@ -191,4 +191,4 @@ expect_no_match "and not shown" "$closed" "$CONF_SECRET"
 closed=$(psql -X -q -A -t -U regress_nobody -c "SELECT current_setting('fencing.redis_password')" 2>&1)
 expect_no_match "nor through current_setting()" "$closed" "$CONF_SECRET"
 
-redis_finish
+checks_finish

@@ -18,9 +18,9 @@
 #
 # Only the redis-server PIDs this script started are ever signalled.
 #
-# Usage: test/scripts/redis_cancel.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_cancel.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 # The bound every interrupt must beat, in ms, against Redis timeouts of 60 s.
 PROMPT_MS=2000
@@ -97,9 +97,9 @@ start_call() {
 # (src/pg_compat.h), before 17 the generic Extension.
 await_wait() {
 	local i want=Extension:Extension
-	[ "$(q -c 'SHOW server_version_num')" -ge 170000 ] && want=Extension:FencingRedisIO
+	[ "$(sql -c 'SHOW server_version_num')" -ge 170000 ] && want=Extension:FencingRedisIO
 	for i in $(seq 200); do
-		WAIT_EVENT=$(q -c "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = '$1' AND query LIKE '%fenced_acquire%'")
+		WAIT_EVENT=$(sql -c "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = '$1' AND query LIKE '%fenced_acquire%'")
 		[ "$WAIT_EVENT" = "$want" ] && return 0
 		sleep 0.05
 	done
@@ -134,7 +134,7 @@ interrupt() {
 			fi
 			sleep 0.2
 			T0=$(now_ms)
-			q -c "SELECT pg_${how}_backend(pid) FROM pg_stat_activity WHERE application_name = '$name'" >/dev/null
+			sql -c "SELECT pg_${how}_backend(pid) FROM pg_stat_activity WHERE application_name = '$name'" >/dev/null
 			;;
 	esac
 	end_call
@@ -164,7 +164,7 @@ echo "# latencies: ${LATENCIES[*]}"
 # (SIGHUP to every backend) and give the signal time to arrive.
 reload_during() {
 	await_wait "$1"
-	q -c "SELECT pg_reload_conf()" >/dev/null
+	sql -c "SELECT pg_reload_conf()" >/dev/null
 	sleep 0.3
 }
 
@@ -202,4 +202,4 @@ kill -CONT "$REDIS_PID"
 end_call
 expect_match "send: a reload does not break a send in progress, which completes once Redis reads" "$OUTPUT" "^t [1-9][0-9]*$"
 
-redis_finish
+checks_finish

@@ -12,9 +12,9 @@
 # randomized history through failovers is test/history/scenario.sh
 # cluster-failover.
 #
-# Usage: test/scripts/redis_cluster.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_cluster.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 
 topology_start_cluster || exit 1
@@ -26,7 +26,7 @@ harness_start_pg \
 	"fencing.redis_host = '127.0.0.1'" \
 	"fencing.redis_port = $(harness_free_port)" \
 	"fencing.redis_cluster_nodes = '$CLUSTER_SEEDS'" || exit 1
-q -c "CREATE EXTENSION fencing" >/dev/null
+sql -c "CREATE EXTENSION fencing" >/dev/null
 
 lock_key() { echo "fencing:v1:{r:$1}:lock"; }
 token_key() { echo "fencing:v1:{r:$1}:token"; }
@@ -115,7 +115,7 @@ sess m "SET fencing.redis_cluster_nodes = ''; SELECT fenced_acquire('c:1') IS NO
 expect "and back to one server" "$S|$R" "00000|t|t"
 sess_close m
 
-q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_app" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_cluster_nodes = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at another cluster" "$S" "42501"
@@ -269,4 +269,4 @@ check "the killed node comes back" topology_node_restart "$KILLED"
 check "the cluster settles" topology_cluster_settled
 
 sess_close a
-redis_finish
+checks_finish

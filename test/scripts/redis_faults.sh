@@ -10,13 +10,13 @@
 #
 # Only the redis-server PIDs this script started are ever signalled.
 #
-# Usage: test/scripts/redis_faults.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_faults.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || exit 1
 redis_start_pg "max_files_per_process = 64" || exit 1
-q <<'SQL' >/dev/null
+sql <<'SQL' >/dev/null
 CREATE TABLE items (id int, tok fence_token, val text);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{id}');
@@ -140,21 +140,21 @@ check "promptly (${T} ms)" test "$T" -lt 1500
 sess a "RESET statement_timeout;"
 
 out=$SESS_DIR/cancel.out
-PGAPPNAME=fenced_waiter q -c "SELECT fenced_acquire('busy', wait => '30 s')" >"$out" 2>&1 &
+PGAPPNAME=fenced_waiter sql -c "SELECT fenced_acquire('busy', wait => '30 s')" >"$out" 2>&1 &
 bg=$!
 sleep 0.5
 # PostgreSQL 17 and later name the extension's waits (src/pg_compat.h):
 # the waiter is mostly in its pause, between short Redis round trips
 # (FencingRedisIO), so a few samples are taken.
-if [ "$(q -c 'SHOW server_version_num')" -ge 170000 ]; then want=FencingLockBusy; else want=Extension; fi
+if [ "$(sql -c 'SHOW server_version_num')" -ge 170000 ]; then want=FencingLockBusy; else want=Extension; fi
 for _ in $(seq 40); do
-	wait_event=$(q -c "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = 'fenced_waiter'")
+	wait_event=$(sql -c "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE application_name = 'fenced_waiter'")
 	[ "$wait_event" = "Extension:$want" ] && break
 	sleep 0.025
 done
 expect "a waiting acquisition shows as an Extension wait, $want" "$wait_event" "Extension:$want"
 t0=$(now_ms)
-q -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'fenced_waiter'" >/dev/null
+sql -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'fenced_waiter'" >/dev/null
 wait $bg
 elapsed=$(($(now_ms) - t0))
 expect_match "pg_cancel_backend ends the wait" "$(cat "$out")" "canceling statement due to user request"
@@ -377,4 +377,4 @@ sess a "RESET fencing.redis_host; RESET fencing.redis_port; SELECT fenced_acquir
 expect_match "after all that the session still works" "$S|$R" '^00000\|[0-9]+$'
 
 sess_close a
-redis_finish
+checks_finish

@@ -20,9 +20,9 @@
 #
 # Only the processes this script started are ever signalled.
 #
-# Usage: test/scripts/redis_hostile.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_hostile.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 FAKE_PY=$FENCING_TOP/test/lib/fake_redis.py
 
@@ -138,7 +138,7 @@ redirected "CLUSTER SLOTS naming a Unix socket" --slots "$TRAP_SOCKET:1"
 REFUSED_TEXT="redirected to \"localhost:$REDIS_PORT\".*DETAIL: +A host name.*HINT: +.*fencing.redis_discovered_host_names"
 redirected "-MOVED to a host name" --eval "-MOVED 1 localhost:$REDIS_PORT"
 sess a "SET fencing.redis_discovered_host_names = on;"
-expect "a superuser's setting" "$(q -c "SELECT context FROM pg_settings WHERE name = 'fencing.redis_discovered_host_names'")" "superuser"
+expect "a superuser's setting" "$(sql -c "SELECT context FROM pg_settings WHERE name = 'fencing.redis_discovered_host_names'")" "superuser"
 sess a "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT'; SELECT fenced_acquire('redir:2');"
 expect_match "with fencing.redis_discovered_host_names on, the redirect is followed" "$S|$R" '^00000\|[1-9][0-9]*$'
 sess a "RESET fencing.redis_cluster_nodes; RESET fencing.redis_discovered_host_names;"
@@ -228,4 +228,4 @@ fake_stop_all
 
 sess_close a
 sess_close b
-redis_finish
+checks_finish

@@ -7,9 +7,9 @@
 # without asking Redis, except after an acquisition whose outcome is
 # unknown; fenced_release of a pruned lease still ends its declaration.
 #
-# Usage: test/scripts/redis_leases.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_leases.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
@@ -144,4 +144,4 @@ expect "and ends its declaration all the same" "$R" "0"
 
 sess_close a
 sess_close b
-redis_finish
+checks_finish

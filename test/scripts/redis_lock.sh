@@ -4,14 +4,14 @@
 # cache, precision above 2^53, sharing keys with the classic lock:/fence:
 # recipe, other databases and sockets, and WAIT for replicas.
 #
-# Usage: test/scripts/redis_lock.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_lock.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-q <<'SQL' >/dev/null
+sql <<'SQL' >/dev/null
 CREATE TABLE items (id int, tok fence_token, val text);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{id}');
@@ -108,7 +108,7 @@ sess a "SELECT fenced_acquire('order:3');"
 t1=$R
 bg_out=$SESS_DIR/wait.out
 t0=$(now_ms)
-q -c "SELECT fenced_acquire('order:3', wait => '10 s')" >"$bg_out" 2>&1 &
+sql -c "SELECT fenced_acquire('order:3', wait => '10 s')" >"$bg_out" 2>&1 &
 bg=$!
 sleep 0.5
 sess a "SELECT fenced_release('order:3');"
@@ -159,7 +159,7 @@ sess a "SELECT fenced_release('order:6');"
 # a mark above the Redis clock, as if that clock were behind the one that
 # issued the mark's token
 high=9000000000000000
-q -c "SELECT fence_advance('order:6', $high)" >/dev/null
+sql -c "SELECT fence_advance('order:6', $high)" >/dev/null
 before=$(redis_now_us)
 sess a "SELECT fenced_acquire('order:6');"
 after=$(redis_now_us)
@@ -260,4 +260,4 @@ expect "the next acquisition without WAIT works" "$R" "t"
 
 sess_close a
 sess_close b
-redis_finish
+checks_finish

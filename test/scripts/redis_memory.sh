@@ -10,9 +10,9 @@
 # bytes per failed call, the COMMIT warns "on 2590 resources" for one, and
 # the wait grows the statement's memory by about 400 bytes per attempt.
 #
-# Usage: test/scripts/redis_memory.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_memory.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
@@ -95,4 +95,4 @@ grown=$((m8 - m0))
 check "the statement's memory does not grow with the attempts (grew $grown bytes over 8 s)" test "$grown" -lt 8192
 sess b "SELECT fenced_release('busy:1');"
 
-redis_finish
+checks_finish

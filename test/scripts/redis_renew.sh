@@ -21,9 +21,10 @@
 #    plain acquisition goes on unlisted; track_activities off and a server
 #    without preloading refuse renew => true with TF108.
 #
-# Usage: test/scripts/redis_renew.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_renew.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/snippet.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
@@ -32,22 +33,13 @@ harness_tmpdir workdir
 lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
 held() { rcli EXISTS "$(lock_key "$1")"; }
 
-# The README's code block after "<!-- snippet: NAME".
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
-
 # contender RESOURCE SECONDS: try to take RESOURCE from another session
 # every 0.2 s for SECONDS; prints how many attempts got it (0 = held
 # throughout by its owner).
 contender() {
 	local got=0 end=$(($(now_ms) + $2 * 1000))
 	while [ "$(now_ms)" -lt "$end" ]; do
-		if [ "$(q -c "SELECT fenced_acquire('$1', ttl => '100 ms') IS NOT NULL")" = t ]; then
+		if [ "$(sql -c "SELECT fenced_acquire('$1', ttl => '100 ms') IS NOT NULL")" = t ]; then
 			got=$((got + 1))
 		fi
 		sleep 0.2
@@ -67,17 +59,17 @@ wait_gone() {
 	echo $(($(now_ms) - t0))
 }
 
-q -c "CREATE TABLE items (id int PRIMARY KEY, tok fence_token, val text)" \
+sql -c "CREATE TABLE items (id int PRIMARY KEY, tok fence_token, val text)" \
 	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{id}')" \
 	-c "INSERT INTO items VALUES (1, 1, 'a')" >/dev/null
 
-renewer_pid() { q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'fencing lease renewer'"; }
+renewer_pid() { sql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'fencing lease renewer'"; }
 expect_match "the renewer runs as a background worker" "$(renewer_pid)" '^[0-9]+$'
 
 # ------------------------------------------------ held while working
 
-q -c "SELECT fenced_acquire('r:stmt', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(5)" \
+sql -c "SELECT fenced_acquire('r:stmt', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(5)" \
 	>"$workdir/stmt.out" 2>&1 &
 stmt=$!
 sleep 0.3
@@ -118,11 +110,11 @@ if [ "$ms" -le 2200 ] && [ "$ms" -ge 700 ]; then
 else
 	not_ok "a client paused after acquiring loses its 1 s lock in about 1 s (${ms} ms)"
 fi
-expect "another session takes it" "$(q -c "SELECT fenced_acquire('order:1', ttl => '10 s') IS NOT NULL")" "t"
+expect "another session takes it" "$(sql -c "SELECT fenced_acquire('order:1', ttl => '10 s') IS NOT NULL")" "t"
 sess a "UPDATE items SET val = 'late' WHERE id = 1;"
 expect "the paused client's later write is rejected by the guard" "$S" "TF001"
 sess a "ROLLBACK; RESET fencing.acquire_raises_mark;"
-q -c "SELECT fenced_release('order:1')" >/dev/null
+sql -c "SELECT fenced_release('order:1')" >/dev/null
 
 # ------------------------------------------------ when renewal stops
 
@@ -147,23 +139,23 @@ sess a "BEGIN; SELECT fenced_acquire_xact('r:abort', ttl => '1 s', renew => true
 expect "renewed until the abort" "$(held r:abort)" "1"
 sess a "ROLLBACK;"
 expect "abort gives it back" "$(held r:abort)" "0"
-expect "and no row is left" "$(q -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:abort'")" "0"
+expect "and no row is left" "$(sql -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:abort'")" "0"
 
 # DISCARD ALL
 sess a "SELECT fenced_acquire('r:discard', ttl => '30 s', renew => true) IS NOT NULL;"
 sess a "DISCARD ALL;"
 expect "DISCARD ALL gives a renewed lease back" "$(held r:discard)" "0"
-expect "and takes it out of the table" "$(q -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:discard'")" "0"
+expect "and takes it out of the table" "$(sql -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:discard'")" "0"
 
 # exit, in the middle of an idle transaction
 sess a "BEGIN; SELECT fenced_acquire('r:exit', ttl => '30 s', renew => true) IS NOT NULL;"
 sess_close a
 expect "exit gives a renewed lease back" "$(wait_gone r:exit | awk '{print ($1 < 5000)}')" "1"
-expect "and takes it out of the table" "$(q -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:exit'")" "0"
+expect "and takes it out of the table" "$(sql -c "SELECT count(*) FROM fenced_lock_holders WHERE resource = 'r:exit'")" "0"
 
 # a lock found under another owner (the lease lost, the key taken since):
 # the renewal does not extend it, and the lease is no longer renewed
-q -c "SELECT fenced_acquire('r:other', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
+sql -c "SELECT fenced_acquire('r:other', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
 	(SELECT renewing FROM fenced_lock_holders WHERE resource = 'r:other')" >"$workdir/other.out" 2>&1 &
 stmt=$!
 sleep 0.5
@@ -182,13 +174,13 @@ expect "the lease is no longer renewed" "$(cat "$workdir/other.out")" "t|t|f"
 # ------------------------------------------------ the renewer terminated
 
 old=$(renewer_pid)
-q -c "SELECT fenced_acquire('r:worker', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(8)" \
+sql -c "SELECT fenced_acquire('r:worker', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(8)" \
 	>"$workdir/worker.out" 2>&1 &
 stmt=$!
 contender r:worker 7 >"$workdir/worker_cont.out" &
 cont=$!
 sleep 1.5
-expect "pg_terminate_backend ends the renewer" "$(q -c "SELECT pg_terminate_backend($old)")" "t"
+expect "pg_terminate_backend ends the renewer" "$(sql -c "SELECT pg_terminate_backend($old)")" "t"
 wait "$cont"
 new=$(renewer_pid)
 expect_match "a new renewer runs" "$new" '^[0-9]+$'
@@ -198,7 +190,7 @@ wait "$stmt"
 
 # ------------------------------------------------ who sees what
 
-q -c "CREATE ROLE regress_holder_a LOGIN" -c "CREATE ROLE regress_holder_b LOGIN" \
+sql -c "CREATE ROLE regress_holder_a LOGIN" -c "CREATE ROLE regress_holder_b LOGIN" \
 	-c "CREATE ROLE regress_holder_stats LOGIN IN ROLE pg_read_all_stats" \
 	-c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_holder_a" \
 	-c "GRANT ALL ON items TO regress_holder_a" >/dev/null
@@ -208,16 +200,16 @@ expect "a plain role acquires with renew" "$S|$R" "00000|t"
 sess h "SELECT pid = pg_backend_pid(), role, database, resource, kind, renewing FROM fenced_lock_holders;"
 expect "it sees its own row" "$R" "t|regress_holder_a|postgres|order:1|session|t"
 expect "another plain role sees only that a row exists" \
-	"$(q -U regress_holder_b -c "SELECT count(*), count(pid), count(resource), count(token) FROM fenced_lock_holders")" "1|0|0|0"
+	"$(sql -U regress_holder_b -c "SELECT count(*), count(pid), count(resource), count(token) FROM fenced_lock_holders")" "1|0|0|0"
 expect "pg_read_all_stats sees it" \
-	"$(q -U regress_holder_stats -c "SELECT role || '|' || resource FROM fenced_lock_holders")" "regress_holder_a|order:1"
+	"$(sql -U regress_holder_stats -c "SELECT role || '|' || resource FROM fenced_lock_holders")" "regress_holder_a|order:1"
 sess h "UPDATE items SET val = 'held' WHERE id = 1;"
 expect "the holder writes, locking the mark's row" "$S" "00000"
 sleep 0.2
 snippet lock-holders >"$workdir/holders.sql"
 expect_match "the README has the query" "$(cat "$workdir/holders.sql")" "fenced_lock_holders"
 expect_match "the README's query finds the holder idle in a transaction with a mark locked" \
-	"$(q -f "$workdir/holders.sql")" "^[0-9]+\|regress_holder_a\|order:1\|"
+	"$(sql -f "$workdir/holders.sql")" "^[0-9]+\|regress_holder_a\|order:1\|"
 sess h "ROLLBACK;"
 sess_close h
 
@@ -245,7 +237,7 @@ sess_close f
 
 harness_start_pg \
 	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT" || exit 1
-q -c "CREATE EXTENSION fencing" >/dev/null
+sql -c "CREATE EXTENSION fencing" >/dev/null
 sess_open n
 sess n "SELECT fenced_acquire('r:nopreload', renew => true);"
 expect "without preloading renew => true is refused" "$S" "TF108"
@@ -255,4 +247,4 @@ expect "without preloading fenced_lock_holders shows this backend's leases" "$R"
 t|r:nopreload|session|f"
 sess_close n
 
-redis_finish
+checks_finish

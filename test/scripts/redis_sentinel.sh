@@ -12,9 +12,9 @@
 # ones.  The randomized history through failovers is
 # test/history/scenario.sh sentinel-failover.
 #
-# Usage: test/scripts/redis_sentinel.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_sentinel.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 
 topology_start_sentinel || exit 1
@@ -28,7 +28,7 @@ harness_start_pg \
 	"fencing.redis_sentinels = '$SENTINEL_LIST'" \
 	"fencing.redis_sentinel_master = '$SENTINEL_MASTER'" \
 	"fencing.redis_sentinel_password_file = '$SENTINEL_PASSWORD_FILE'" || exit 1
-q -c "CREATE EXTENSION fencing" >/dev/null
+sql -c "CREATE EXTENSION fencing" >/dev/null
 
 # the token counter on a data node, and whether it holds the lock
 counter_on() { redis-cli -p "$1" GET 'fencing:v1:{r:'"$2"'}:token' 2>/dev/null; }
@@ -61,7 +61,7 @@ expect "entries without a comma are refused" "$S" "22023"
 sess a "SET fencing.redis_sentinel_master = 'two words';"
 expect "a master name with white space is refused" "$S" "22023"
 
-q -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_app" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_sentinels = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at other Sentinels" "$S" "42501"
@@ -199,7 +199,7 @@ check "as a replica of the new primary" topology_sentinel_settled
 # statement during which the Sentinels move the primary; its renewals
 # after the move find the lock on the new primary
 expect "a renewed lease through the Sentinels" "$(renewed_across s:renew0)" "t|t|t"
-q -c "SELECT fenced_acquire('s:renew', ttl => '5 s', renew => true) IS NOT NULL, pg_sleep(12)::text = '',
+sql -c "SELECT fenced_acquire('s:renew', ttl => '5 s', renew => true) IS NOT NULL, pg_sleep(12)::text = '',
 	(SELECT expires_at - acquired_at > interval '10 s' AND renewing
 	 FROM fenced_lock_holders WHERE resource = 's:renew')" >"$SESS_DIR/renew.out" 2>&1 &
 renewing=$!
@@ -212,4 +212,4 @@ expect "the renewer follows the failover: renewed throughout" "$(cat "$SESS_DIR/
 check "the topology settles again" topology_sentinel_settled
 
 sess_close a
-redis_finish
+checks_finish

@@ -5,9 +5,9 @@
 # that user): fencing.redis_sentinel_username with the password of
 # fencing.redis_sentinel_password_file.
 #
-# Usage: test/scripts/redis_sentinel_acl.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_sentinel_acl.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 SENTINEL_USER=fencer
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 
@@ -20,7 +20,7 @@ harness_start_pg \
 	"fencing.redis_sentinels = '$SENTINEL_LIST'" \
 	"fencing.redis_sentinel_master = '$SENTINEL_MASTER'" \
 	"fencing.redis_sentinel_password_file = '$SENTINEL_PASSWORD_FILE'" || exit 1
-q -c "CREATE EXTENSION fencing" >/dev/null
+sql -c "CREATE EXTENSION fencing" >/dev/null
 
 sess_open a
 sess a "SELECT fenced_acquire('acl:1');"
@@ -37,20 +37,20 @@ expect "another user: TF104" "$S" "TF104"
 sess a "SET fencing.redis_sentinel_username = 'two words';"
 expect "a user name with white space is refused" "$S" "22023"
 
-q -c "CREATE ROLE regress_app LOGIN" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_sentinel_username = 'x';"
 expect "a non-superuser cannot set it" "$S" "42501"
 sess_close u
 
 # ALTER SYSTEM and a reload serve new sessions
-q -c "ALTER SYSTEM SET fencing.redis_sentinel_username = '$SENTINEL_USER'" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM SET fencing.redis_sentinel_username = '$SENTINEL_USER'" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.3
 sess_open b
 sess b "SELECT fenced_acquire('acl:3'), fenced_release('acl:3');"
 expect_match "from postgresql.auto.conf" "$S|$R" "^00000\|[1-9][0-9]*\|t$"
 sess_close b
-q -c "ALTER SYSTEM RESET fencing.redis_sentinel_username" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM RESET fencing.redis_sentinel_username" -c "SELECT pg_reload_conf()" >/dev/null
 
 sess_close a
-redis_finish
+checks_finish

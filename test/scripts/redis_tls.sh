@@ -19,9 +19,9 @@
 #   Cluster hands out being the TLS ones;
 #   the Redis password appears in no message and in no log.
 #
-# Usage: test/scripts/redis_tls.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_tls.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 
 PW=tls-secret-pw-8c1f
@@ -140,7 +140,7 @@ expect_match "in the handshake" "$R" "TLS handshake with Redis server at \"127\.
 attempt "SET fencing.redis_host = '$REDIS_SOCKET'; SET fencing.redis_password_file = '';"
 expect "a Unix socket carries no TLS (as libpq's sslmode)" "$S|$R" "00000|t"
 
-q -c "CREATE ROLE regress_app LOGIN" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" >/dev/null
 sess_open app -U regress_app
 for setting in redis_tls redis_tls_ca_file redis_tls_cert_file redis_tls_key_file redis_tls_server_name; do
 	sess app "SET fencing.$setting = 'x';"
@@ -150,7 +150,7 @@ sess_close app
 
 # ------------------------------------------- one handshake per connection
 
-connects() { q -c "SELECT connects FROM fence_stat_redis"; }
+connects() { sql -c "SELECT connects FROM fence_stat_redis"; }
 sess a "RESET ALL; SELECT fenced_acquire('tls:reuse', ttl => '5s') > 0;"
 sleep 0.3	# session tickets, if any, have arrived by now
 c0=$(connects)
@@ -310,4 +310,4 @@ sess_close a
 expect_no_match "the password is in no message the sessions saw" "$ALL_OUTPUT$(cat "$SESS_DIR"/*.out)" "$PW"
 expect_no_match "nor in the server's log (at debug1)" "$(cat "$PGHOST/server.log")" "$PW"
 
-redis_finish
+checks_finish

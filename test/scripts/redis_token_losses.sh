@@ -12,14 +12,14 @@
 # On the old code (4e4bfab) the second token equals the first, and the
 # stale first holder's write is accepted over the second's.
 #
-# Usage: test/scripts/redis_token_losses.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_token_losses.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-q <<'SQL' >/dev/null
+sql <<'SQL' >/dev/null
 CREATE TABLE items (id text, tok fence_token, val text);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '{id}');
@@ -60,7 +60,7 @@ wait_free() {
 for form in expiry flush; do
 	for how in aborted raise_off; do
 		r="$form:$how"
-		q -c "SELECT fence_advance('$r', $HIGH)" >/dev/null
+		sql -c "SELECT fence_advance('$r', $HIGH)" >/dev/null
 		case $how in
 			aborted)
 				sess a "BEGIN;"
@@ -103,7 +103,7 @@ done
 # A third loss in a row, after B's repaired token was recorded by its raise
 # at acquisition: the next repair goes past that mark.
 r=flush:raise_off
-mark=$(q -c "SELECT fence_mark('$r')")
+mark=$(sql -c "SELECT fence_mark('$r')")
 lose flush "$r"
 sess b "SELECT fenced_acquire('$r');"
 tc=$(echo "$R" | tail -1)
@@ -114,7 +114,7 @@ sess b "SELECT fenced_release('$r');"
 # ------------------------------------------- a lock extended past its counter
 
 r=extended
-q -c "SELECT fence_advance('$r', $HIGH)" >/dev/null
+sql -c "SELECT fence_advance('$r', $HIGH)" >/dev/null
 sess a "SET fencing.acquire_raises_mark = off;"
 sess a "SELECT fenced_acquire('$r', ttl => '2 s');"
 ta=$(echo "$R" | tail -1)
@@ -148,4 +148,4 @@ expect "classic layout: acquired and extended" "$R" "t|t"
 expect "classic layout: its counter still has no expiry" "$(rcli PTTL "fence:$r")" "-1"
 sess a "SELECT fenced_release('$r'); RESET fencing.redis_lock_key; RESET fencing.redis_token_key;"
 
-redis_finish
+checks_finish

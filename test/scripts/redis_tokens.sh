@@ -8,14 +8,14 @@
 # before; the counter key's lifetime is bounded, except in the classic
 # lock:/fence: layout shared with other clients.
 #
-# Usage: test/scripts/redis_tokens.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_tokens.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-q <<'SQL' >/dev/null
+sql <<'SQL' >/dev/null
 CREATE TABLE items (id text, tok fence_token, val text);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '{id}');
@@ -65,7 +65,7 @@ sess a "ROLLBACK;"
 r=snap:wait
 sess c "SELECT fenced_acquire('$r') IS NOT NULL;"
 out=$SESS_DIR/wait.out
-q -c "SELECT fenced_acquire('$r', wait => '20 s')" >"$out" 2>&1 &
+sql -c "SELECT fenced_acquire('$r', wait => '20 s')" >"$out" 2>&1 &
 bg=$!
 sleep 0.5
 sess a "SELECT fence_advance('$r', $HIGH);"
@@ -150,7 +150,7 @@ t2=$(echo "$R" | tail -1)
 check "(d) the replica missed S2's grants" \
 	test "$(redis-cli -p "$REPLICA_PORT" GET "fencing:v1:{r:$r}:token")" != "$t2"
 redis_stop
-q -c "ALTER SYSTEM SET fencing.redis_port = $REPLICA_PORT" -c "SELECT pg_reload_conf()" >/dev/null
+sql -c "ALTER SYSTEM SET fencing.redis_port = $REPLICA_PORT" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.3
 sess c "SELECT fenced_acquire('$r');"
 t3=$R
@@ -164,4 +164,4 @@ expect "(d) S2's stale write after S3's is rejected" "$S" "TF001"
 sess_close a
 sess_close b
 sess_close c
-redis_finish
+checks_finish

@@ -24,9 +24,9 @@
 # channel rights still releases, and waits by polling; 'poll' subscribes
 # to nothing.
 #
-# Usage: test/scripts/redis_wake.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_wake.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 
 # the suite's server speaks TLS on a second port, for a waiter over TLS
@@ -52,7 +52,7 @@ waiter_start() {
 	WAITER_PID=$!
 	# its statement has started (psql may be slow to, on a busy machine)
 	for _ in $(seq 250); do
-		[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'fenced_waiter' AND state = 'active'")" = 1 ] && break
+		[ "$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'fenced_waiter' AND state = 'active'")" = 1 ] && break
 		sleep 0.02
 	done
 }
@@ -273,4 +273,4 @@ done
 expect "Cluster: no subscriber connection left on any node" "$left" 0
 
 sess_close ca
-redis_finish
+checks_finish

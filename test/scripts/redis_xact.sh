@@ -12,9 +12,9 @@
 # fails after commit, at DISCARD ALL or at exit is a WARNING, bounded by
 # the command timeout.  Every "the lock key is gone" is read from Redis.
 #
-# Usage: test/scripts/redis_xact.sh   (prints ok/not ok lines; exit 0 = pass)
+# Usage: bash test/scripts/redis_xact.sh   (prints ok/not ok lines; exit 0 = pass)
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/redis_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
@@ -38,7 +38,7 @@ wait_gone() {
 	echo "$left"
 }
 
-q -c "CREATE TABLE items (id int PRIMARY KEY, tok fence_token, val text)" \
+sql -c "CREATE TABLE items (id int PRIMARY KEY, tok fence_token, val text)" \
 	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{id}')" \
 	-c "INSERT INTO items VALUES (1, 1, 'a'), (2, 1, 'b')" >/dev/null
@@ -147,7 +147,7 @@ expect "PREPARE TRANSACTION while a transaction lease is held: 25000" "$S" "2500
 expect_match "the message says why" "$R" \
 	'cannot PREPARE a transaction that holds a Redis lock taken by fenced_acquire_xact\(\).*resource "x:13"'
 expect "the transaction is rolled back and its lock given back" \
-	"$(held x:13)|$(q -c "SELECT count(*) FROM pg_prepared_xacts")" "0|0"
+	"$(held x:13)|$(sql -c "SELECT count(*) FROM pg_prepared_xacts")" "0|0"
 sess a "BEGIN; SELECT fence_use('x:14', 5, is_local => true); PREPARE TRANSACTION 'fx2';"
 expect "PREPARE TRANSACTION with a transaction-local declaration: 25000" "$S" "25000"
 expect_match "the message says why" "$R" \
@@ -195,7 +195,7 @@ expect_match "with a WARNING that the lock could not be given back (timed out)" 
 check "bounded by the 300 ms command timeout (COMMIT took $commit_ms ms)" \
 	test "$commit_ms" -ge 250 -a "$commit_ms" -lt 1300
 expect "the transaction's write is committed" \
-	"$(q -c "SELECT val FROM items WHERE id = 2")" "frozen"
+	"$(sql -c "SELECT val FROM items WHERE id = 2")" "frozen"
 sess a "$COUNTS"
 expect "and the session keeps nothing of it" "$R" "0|0"
 
@@ -254,15 +254,15 @@ sess c "SELECT fenced_acquire('x:22') IS NOT NULL, fenced_acquire('x:23') IS NOT
 pid_c=$(printf '%s\n' "$R" | tail -1)
 sess c "BEGIN; SELECT fenced_acquire_xact('x:24') IS NOT NULL;"
 expect "a session with two session leases and a transaction lease" "$(held x:22)$(held x:23)$(held x:24)" "111"
-q -c "SELECT pg_terminate_backend($pid_c, 5000)" >/dev/null
+sql -c "SELECT pg_terminate_backend($pid_c, 5000)" >/dev/null
 expect "pg_terminate_backend: every lock key of the backend is gone from Redis" \
 	"$(wait_gone x:22 x:23 x:24)" "0"
 sess_close c
 
-q -c "SELECT fenced_acquire('x:25') IS NOT NULL" >/dev/null
+sql -c "SELECT fenced_acquire('x:25') IS NOT NULL" >/dev/null
 expect "a backend that disconnects normally gives its lock back" "$(wait_gone x:25)" "0"
 
-q -c "SELECT count(fenced_acquire('many:' || i)) FROM generate_series(1, 500) AS i" >/dev/null
+sql -c "SELECT count(fenced_acquire('many:' || i)) FROM generate_series(1, 500) AS i" >/dev/null
 for _ in $(seq 100); do
 	left=$(rcli --scan --pattern 'fencing:v1:{r:many:*}:lock' | wc -l)
 	[ "$left" -eq 0 ] && break
@@ -277,7 +277,7 @@ kill -STOP "$REDIS_PID"
 t0=$(now_ms)
 sess_close d
 for _ in $(seq 200); do
-	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid_d")" = 0 ] && break
+	[ "$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid_d")" = 0 ] && break
 	sleep 0.02
 done
 exit_ms=$(($(now_ms) - t0))
@@ -286,5 +286,5 @@ check "a backend exiting with Redis frozen is gone within the command timeout ($
 	test "$exit_ms" -lt 1300
 
 sess_close a
-q -c "DROP TABLE items" >/dev/null
-redis_finish
+sql -c "DROP TABLE items" >/dev/null
+checks_finish

@@ -34,16 +34,12 @@ harness_tmpdir workdir
 # The SQLSTATE the last statement of $2 ends with, for role app (00000 on
 # success); its messages (notices and warnings included) go to $workdir/err.
 app_state() {
-	local db=$1 stmts=$2
-	{
-		printf '%s;\n' "$stmts"
-		printf '\\echo SQLSTATE=:SQLSTATE\n'
-	} | psql -X -q -A -t -v ON_ERROR_STOP=0 -U app -d "$db" 2>"$workdir/err" |
-		sed -n 's/^SQLSTATE=//p'
+	: >"$workdir/err"
+	PGUSER=app STATEMENTS_LOG=$workdir/err sqlstate_of "$1" "$2"
 }
 
 # What role app gets from one query.
-app_sql() { psql -X -q -A -t -v ON_ERROR_STOP=1 -U app "$@" 2>"$workdir/err"; }
+app_sql() { sql -U app "$@" 2>"$workdir/err"; }
 
 # A cluster for the checks: role app with the setting off, a guarded
 # table, the Redis server, and the grants of the Redis functions.
@@ -68,21 +64,23 @@ EOF
 # The checks that hold with and without preloading; $1 says which.
 common_checks() {
 	local how=$1 state
-	expect_eq "$how: the role's setting is off" "off" "$(app_sql -c "SHOW fencing.allow_session_state")"
-	expect_eq "$how: fence_use() without is_local is refused (TF005)" "TF005" \
-		"$(app_state postgres "SELECT fence_use('order:1', 6)")"
+	expect "$how: the role's setting is off" "$(app_sql -c "SHOW fencing.allow_session_state")" "off"
+	expect "$how: fence_use() without is_local is refused (TF005)" \
+		"$(app_state postgres "SELECT fence_use('order:1', 6)")" "TF005"
 	check "$how: ... and its hint names the transaction forms" \
 		grep -q 'HINT:  Use the transaction forms inside the transaction that writes: fence_use(..., is_local => true) or fenced_acquire_xact().' "$workdir/err"
-	expect_eq "$how: fenced_acquire() is refused (TF005)" "TF005" \
-		"$(app_state postgres "SELECT fenced_acquire('order:1')")"
-	expect_eq "$how: ... and took no lock" "" "$(redis-cli -p "$REDIS_PORT" --raw GET 'fencing:v1:{r:order:1}:lock')"
-	expect_eq "$how: withdrawing a session declaration still works" "00000" \
-		"$(app_state postgres "SELECT fence_use('order:1', NULL)")"
-	expect_eq "$how: fence_use(..., is_local => true) works" "7" \
+	expect "$how: fenced_acquire() is refused (TF005)" \
+		"$(app_state postgres "SELECT fenced_acquire('order:1')")" "TF005"
+	expect "$how: ... and took no lock" "$(redis-cli -p "$REDIS_PORT" --raw GET 'fencing:v1:{r:order:1}:lock')" ""
+	expect "$how: withdrawing a session declaration still works" \
+		"$(app_state postgres "SELECT fence_use('order:1', NULL)")" "00000"
+	expect "$how: fence_use(..., is_local => true) works" \
 		"$(app_sql -c "BEGIN" -c "SELECT fence_use('order:1', 7, is_local => true)" \
-			-c "UPDATE orders SET status = 'paid' WHERE order_id = 1 RETURNING tok" -c "COMMIT" | grep -v '^$')"
-	expect_eq "$how: fenced_acquire_xact() works" "t" \
-		"$(app_sql -c "BEGIN" -c "SELECT fenced_acquire_xact('order:1') IS NOT NULL" -c "COMMIT" | grep -v '^$')"
+			-c "UPDATE orders SET status = 'paid' WHERE order_id = 1 RETURNING tok" -c "COMMIT" | grep -v '^$')" \
+		"7"
+	expect "$how: fenced_acquire_xact() works" \
+		"$(app_sql -c "BEGIN" -c "SELECT fenced_acquire_xact('order:1') IS NOT NULL" -c "COMMIT" | grep -v '^$')" \
+		"t"
 
 	# after the library is loaded in the session
 	for stmt in "SET fencing.allow_session_state = on" \
@@ -91,7 +89,7 @@ common_checks() {
 		"SELECT set_config('fencing.allow_session_state', 'on', false)" \
 		"SELECT set_config('fencing.allow_session_state', 'on', true)"; do
 		state=$(app_state postgres "SELECT fence_mark('x'); BEGIN; $stmt")
-		expect_eq "$how: after the load, \"$stmt\" is refused (42501)" "42501" "$state"
+		expect "$how: after the load, \"$stmt\" is refused (42501)" "$state" "42501"
 	done
 }
 
@@ -134,14 +132,15 @@ INI
 	done
 	HARNESS_PIDS+=("$(cat "$dir/pgbouncer.pid")")
 
-	expect_eq "pgbouncer: the first client's fence_use() without is_local is refused (TF005)" "TF005" \
-		"$(app_state "host=127.0.0.1 port=$port dbname=app" "SELECT fence_use('order:1', 50)")"
-	expect_eq "pgbouncer: the next client on that server connection sees no declaration" "0" \
-		"$(app_sql -d "host=127.0.0.1 port=$port dbname=app" -c "SELECT count(*) FROM fence_declared()")"
-	expect_eq "pgbouncer: ... and its tokenless write is rejected (TF002)" "TF002" \
-		"$(app_state "host=127.0.0.1 port=$port dbname=app" "UPDATE orders SET status = 'x' WHERE order_id = 1")"
-	expect_eq "pgbouncer: both clients were served by one backend" "1" \
-		"$(sql postgres -c "SELECT count(*) FROM pg_stat_activity WHERE usename = 'app'")"
+	expect "pgbouncer: the first client's fence_use() without is_local is refused (TF005)" \
+		"$(app_state "host=127.0.0.1 port=$port dbname=app" "SELECT fence_use('order:1', 50)")" "TF005"
+	expect "pgbouncer: the next client on that server connection sees no declaration" \
+		"$(app_sql -d "host=127.0.0.1 port=$port dbname=app" -c "SELECT count(*) FROM fence_declared()")" "0"
+	expect "pgbouncer: ... and its tokenless write is rejected (TF002)" \
+		"$(app_state "host=127.0.0.1 port=$port dbname=app" "UPDATE orders SET status = 'x' WHERE order_id = 1")" \
+		"TF002"
+	expect "pgbouncer: both clients were served by one backend" \
+		"$(sql postgres -c "SELECT count(*) FROM pg_stat_activity WHERE usename = 'app'")" "1"
 }
 
 # Without preloading: the setting is a placeholder until the library
@@ -151,39 +150,46 @@ setup_cluster
 common_checks "loaded on first use"
 for stmt in "SET fencing.allow_session_state = on" \
 	"SELECT set_config('fencing.allow_session_state', 'on', false)"; do
-	expect_eq "before the load, \"$stmt\" is taken as a placeholder" "00000" \
-		"$(app_state postgres "$stmt")"
-	expect_eq "... then the load drops it and fence_use() is refused (TF005)" "TF005" \
-		"$(app_state postgres "$stmt; SELECT fence_use('order:1', 6)")"
+	expect "before the load, \"$stmt\" is taken as a placeholder" \
+		"$(app_state postgres "$stmt")" "00000"
+	expect "... then the load drops it and fence_use() is refused (TF005)" \
+		"$(app_state postgres "$stmt; SELECT fence_use('order:1', 6)")" "TF005"
 	check "... with PostgreSQL's WARNING" \
 		grep -q 'WARNING:  permission denied to set parameter "fencing.allow_session_state"' "$workdir/err"
 done
-expect_eq "before the load, RESET goes back to the role's setting: fence_use() refused (TF005)" "TF005" \
-	"$(app_state postgres "RESET fencing.allow_session_state; SELECT fence_use('order:1', 6)")"
-expect_eq "before the load, a SET inside the transaction that loads the library: refused (TF005)" "TF005" \
-	"$(app_state postgres "BEGIN; SET LOCAL fencing.allow_session_state = on; SELECT fence_use('order:1', 6)")"
-expect_eq "a startup option (outranking the role's setting) before the load: fence_use() refused (TF005)" "TF005" \
-	"$(PGOPTIONS="-c fencing.allow_session_state=on" app_state postgres "SELECT fence_use('order:1', 6)")"
+expect "before the load, RESET goes back to the role's setting: fence_use() refused (TF005)" \
+	"$(app_state postgres "RESET fencing.allow_session_state; SELECT fence_use('order:1', 6)")" "TF005"
+expect "before the load, a SET inside the transaction that loads the library: refused (TF005)" \
+	"$(app_state postgres "BEGIN; SET LOCAL fencing.allow_session_state = on; SELECT fence_use('order:1', 6)")" \
+	"TF005"
+expect "a startup option (outranking the role's setting) before the load: fence_use() refused (TF005)" \
+	"$(PGOPTIONS="-c fencing.allow_session_state=on" app_state postgres "SELECT fence_use('order:1', 6)")" \
+	"TF005"
 check "... with PostgreSQL's WARNING" \
 	grep -q 'WARNING:  permission denied to set parameter "fencing.allow_session_state"' "$workdir/err"
-expect_eq "... and the setting is off for the rest of the session" "off|42501" \
+expect "... and the setting is off for the rest of the session" \
 	"$(printf "SELECT fence_mark('x');\nSHOW fencing.allow_session_state;\nRESET fencing.allow_session_state;\n\\\\echo :SQLSTATE\n" |
-		PGOPTIONS="-c fencing.allow_session_state=on" psql -X -q -A -t -U app 2>/dev/null | grep -v '^$' | paste -sd'|')"
+		PGOPTIONS="-c fencing.allow_session_state=on" psql -X -q -A -t -U app 2>/dev/null | grep -v '^$' | paste -sd'|')" \
+	"off|42501"
 sql postgres -c "CREATE ROLE other LOGIN"
-expect_eq "a role without the setting: its own startup option is dropped too, and then it is off" "off" \
-	"$(PGOPTIONS="-c fencing.allow_session_state=on" psql -X -q -A -t -U other -c "SELECT fence_mark('x')" -c "SHOW fencing.allow_session_state" 2>/dev/null | grep -v '^$')"
-expect_eq "... without one, on" "on" \
-	"$(psql -X -q -A -t -U other -c "SELECT fence_mark('x')" -c "SHOW fencing.allow_session_state" 2>/dev/null | grep -v '^$')"
+expect "a role without the setting: its own startup option is dropped too, and then it is off" \
+	"$(PGOPTIONS="-c fencing.allow_session_state=on" psql -X -q -A -t -U other -c "SELECT fence_mark('x')" -c "SHOW fencing.allow_session_state" 2>/dev/null | grep -v '^$')" \
+	"off"
+expect "... without one, on" \
+	"$(psql -X -q -A -t -U other -c "SELECT fence_mark('x')" -c "SHOW fencing.allow_session_state" 2>/dev/null | grep -v '^$')" \
+	"on"
 sql postgres -c "GRANT CREATE ON SCHEMA public TO app"
-expect_eq "a function of the role's own with SET fencing.allow_session_state = on cannot be created (42501)" "42501" \
+expect "a function of the role's own with SET fencing.allow_session_state = on cannot be created (42501)" \
 	"$(app_state postgres "CREATE FUNCTION declare_it() RETURNS void LANGUAGE sql
 		SET fencing.allow_session_state = on
-		BEGIN ATOMIC SELECT fence_use('order:1', 6); END")"
+		BEGIN ATOMIC SELECT fence_use('order:1', 6); END")" \
+	"42501"
 sql postgres -c "CREATE ROLE ops LOGIN" -c "ALTER ROLE ops SET fencing.allow_session_state = off" \
 	-c "GRANT SET ON PARAMETER fencing.allow_session_state TO ops"
-expect_eq "a role granted SET on the setting may turn it on for itself" "00000" \
+expect "a role granted SET on the setting may turn it on for itself" \
 	"$(psql -X -q -U ops -c "SELECT fence_mark('x')" -c "SET fencing.allow_session_state = on" \
-		-c "SELECT fence_use('order:1', 6)" -c '\echo SQLSTATE=:SQLSTATE' 2>/dev/null | sed -n 's/^SQLSTATE=//p')"
+		-c "SELECT fence_use('order:1', 6)" -c '\echo SQLSTATE=:SQLSTATE' 2>/dev/null | sed -n 's/^SQLSTATE=//p')" \
+	"00000"
 pool_checks
 
 # With the library preloaded, the setting is never a placeholder.
@@ -193,8 +199,8 @@ common_checks "preloaded"
 for stmt in "SET fencing.allow_session_state = on" \
 	"RESET fencing.allow_session_state" \
 	"SELECT set_config('fencing.allow_session_state', 'on', false)"; do
-	expect_eq "preloaded: \"$stmt\" as the session's first statement is refused (42501)" "42501" \
-		"$(app_state postgres "$stmt")"
+	expect "preloaded: \"$stmt\" as the session's first statement is refused (42501)" \
+		"$(app_state postgres "$stmt")" "42501"
 done
 PGOPTIONS="-c fencing.allow_session_state=on" app_sql -c "SELECT 1" >/dev/null 2>&1 || true
 check "preloaded: a startup option is refused at connection time" \

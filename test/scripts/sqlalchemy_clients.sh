@@ -13,6 +13,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 if ! harness_install_deps python3-sqlalchemy; then
 	not_ok "the SQLAlchemy suite did not run: could not install python3-sqlalchemy"
@@ -22,15 +23,6 @@ fi
 harness_start_pg
 harness_start_redis
 harness_tmpdir workdir
-
-# The code block after the "<!-- snippet: NAME" line of README.md or doc/*.md.
-snippet() {
-	awk -v name="$1" '
-		index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
-		want && /^```/ { if (inside) exit; inside = 1; next }
-		inside { print }
-	' "$FENCING_TOP"/README.md "$FENCING_TOP"/doc/*.md
-}
 
 sql postgres >/dev/null <<SQL
 ALTER DATABASE postgres SET fencing.redis_host = '127.0.0.1';
@@ -43,14 +35,14 @@ INSERT INTO orders VALUES (8, 'new', 1);
 SQL
 
 snippet sqlalchemy >"$workdir/snippet.py"
-expect_eq "doc/clients.md's SQLAlchemy snippet: TypeDecorator, transaction forms through a QueuePool, DISCARD ALL at checkin, TF001" \
+expect "doc/clients.md's SQLAlchemy snippet: TypeDecorator, transaction forms through a QueuePool, DISCARD ALL at checkin, TF001" \
+	"$(/usr/bin/python3 -W error "$workdir/snippet.py" 2>&1)" \
 	"stamped with the lock's token: True
 written with a token one above: True int
 declarations left behind: 0
-stale token, not retried: stale fence token for resource \"order:8\"" \
-	"$(/usr/bin/python3 -W error "$workdir/snippet.py" 2>&1)"
-expect_eq "... and the lock was given back at commit" "" \
-	"$(redis-cli -p "$REDIS_PORT" --raw GET 'fencing:v1:{r:order:8}:lock')"
+stale token, not retried: stale fence token for resource \"order:8\""
+expect "... and the lock was given back at commit" \
+	"$(redis-cli -p "$REDIS_PORT" --raw GET 'fencing:v1:{r:order:8}:lock')" ""
 
 # without the checkin event, the session declaration is handed over
 sed '/^@event.listens_for(engine, "checkin")/s/^/# /' "$workdir/snippet.py" >"$workdir/no_event.py"

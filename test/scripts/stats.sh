@@ -23,11 +23,6 @@ harness_start_redis
 harness_start_pg "shared_preload_libraries = 'fencing'" \
 	"fencing.redis_host = '127.0.0.1'" "fencing.redis_port = $REDIS_PORT"
 
-# Run a statement that may fail; its error is not shown.
-try() {
-	psql -X -q -A -t -d "$1" -c "$2" >/dev/null 2>&1 || true
-}
-
 sql postgres -c 'CREATE DATABASE one' -c 'CREATE DATABASE two' -c 'CREATE ROLE stats_reader'
 for db in one two; do
 	sql "$db" >/dev/null <<'EOF'
@@ -38,39 +33,41 @@ CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON items
 EOF
 done
 
-expect_eq "fence_stat_info: shared, room for 1000 tables, none yet" "shared|1000|0" \
-	"$(sql one -c 'SELECT mode, capacity, tables FROM fence_stat_info')"
+expect "fence_stat_info: shared, room for 1000 tables, none yet" \
+	"$(sql one -c 'SELECT mode, capacity, tables FROM fence_stat_info')" "shared|1000|0"
 
 harness_log "accepts and rejects in several sessions, read from others"
 sql one -c 'INSERT INTO items VALUES (1, 5), (1, 5), (2, 7)'
-try one "INSERT INTO items VALUES (1, 4)"
-try one "INSERT INTO items VALUES (1, 3)"
-try one "UPDATE items SET order_id = 1 WHERE order_id = 2"
+sqlstate_of one "INSERT INTO items VALUES (1, 4)" >/dev/null
+sqlstate_of one "INSERT INTO items VALUES (1, 3)" >/dev/null
+sqlstate_of one "UPDATE items SET order_id = 1 WHERE order_id = 2" >/dev/null
 sql one -c 'INSERT INTO items VALUES (1, 6)'
 sql two -c 'INSERT INTO items VALUES (1, 1)'
-try two "INSERT INTO items VALUES (1, 0)"
+sqlstate_of two "INSERT INTO items VALUES (1, 0)" >/dev/null
 # counted at the end of each transaction: an open one shows nothing yet
 sql one -c 'BEGIN' -c 'INSERT INTO items VALUES (3, 1)' \
 	-c "\\! psql -X -q -A -t -d one -c 'SELECT checked FROM fence_stat_tables' >$PGHOST/during" -c 'COMMIT'
 
-expect_eq "a transaction's counts are not shown before it ends" "7" "$(cat "$PGHOST/during")"
-expect_eq "database one: checked, accepted, rejected stale, without token, marks raised" \
-	"items|8|5|2|1|4" \
-	"$(sql one -c 'SELECT table_name, checked, accepted, rejected_stale, rejected_no_token, marks_raised FROM fence_stat_tables')"
-expect_eq "database two sees its own table only" "items|2|1|1|0|1" \
-	"$(sql two -c 'SELECT table_name, checked, accepted, rejected_stale, rejected_no_token, marks_raised FROM fence_stat_tables')"
-expect_eq "fence_stat_info counts the tables of every database" "2" \
-	"$(sql two -c 'SELECT tables FROM fence_stat_info')"
+expect "a transaction's counts are not shown before it ends" "$(cat "$PGHOST/during")" "7"
+expect "database one: checked, accepted, rejected stale, without token, marks raised" \
+	"$(sql one -c 'SELECT table_name, checked, accepted, rejected_stale, rejected_no_token, marks_raised FROM fence_stat_tables')" \
+	"items|8|5|2|1|4"
+expect "database two sees its own table only" \
+	"$(sql two -c 'SELECT table_name, checked, accepted, rejected_stale, rejected_no_token, marks_raised FROM fence_stat_tables')" \
+	"items|2|1|1|0|1"
+expect "fence_stat_info counts the tables of every database" \
+	"$(sql two -c 'SELECT tables FROM fence_stat_info')" "2"
 
 harness_log "reset"
-expect_eq "a role without the grant cannot reset" "f" \
-	"$(sql one -c "SELECT has_function_privilege('stats_reader', 'fence_stat_reset()', 'EXECUTE')")"
+expect "a role without the grant cannot reset" \
+	"$(sql one -c "SELECT has_function_privilege('stats_reader', 'fence_stat_reset()', 'EXECUTE')")" "f"
 before=$(sql one -c 'SELECT stats_reset FROM fence_stat_info')
 sql one -c 'SELECT fence_stat_reset()' >/dev/null
-expect_eq "a reset empties the counters of every database" "0,0,0" \
-	"$(sql one -c 'SELECT count(*) FROM fence_stat_tables'),$(sql two -c 'SELECT count(*) FROM fence_stat_tables'),$(sql one -c 'SELECT tables FROM fence_stat_info')"
-expect_eq "and moves stats_reset" "t" \
-	"$(sql one -c "SELECT stats_reset > '$before' FROM fence_stat_info")"
+expect "a reset empties the counters of every database" \
+	"$(sql one -c 'SELECT count(*) FROM fence_stat_tables'),$(sql two -c 'SELECT count(*) FROM fence_stat_tables'),$(sql one -c 'SELECT tables FROM fence_stat_info')" \
+	"0,0,0"
+expect "and moves stats_reset" \
+	"$(sql one -c "SELECT stats_reset > '$before' FROM fence_stat_info")" "t"
 
 harness_log "1005 guarded tables: the shared table fills"
 sql one >/dev/null <<'EOF'
@@ -91,17 +88,17 @@ BEGIN
 	END LOOP;
 END $$;
 EOF
-expect_eq "fence_stat_info: 1000 tables of 1000" "1000|1000" \
-	"$(sql one -c 'SELECT tables, capacity FROM fence_stat_info')"
-expect_eq "1000 tables counted one row each, the 5 others together in the row without a table" \
-	"1000|1000|5" \
+expect "fence_stat_info: 1000 tables of 1000" \
+	"$(sql one -c 'SELECT tables, capacity FROM fence_stat_info')" "1000|1000"
+expect "1000 tables counted one row each, the 5 others together in the row without a table" \
 	"$(sql one -c 'SELECT count(table_name), sum(checked) FILTER (WHERE table_name IS NOT NULL),
-		sum(checked) FILTER (WHERE table_name IS NULL) FROM fence_stat_tables')"
+		sum(checked) FILTER (WHERE table_name IS NULL) FROM fence_stat_tables')" \
+	"1000|1000|5"
 
 harness_log "the Redis functions' counters"
 sql one -c 'SELECT fence_stat_reset()' >/dev/null
-expect_eq "fence_stat_redis starts at zero, with no acquisition time" "0|0|0|0|0|0|0|0|0|0|0|0||" \
-	"$(sql two -c 'SELECT * FROM fence_stat_redis')"
+expect "fence_stat_redis starts at zero, with no acquisition time" \
+	"$(sql two -c 'SELECT * FROM fence_stat_redis')" "0|0|0|0|0|0|0|0|0|0|0|0||"
 # the lock is busy while its holder is connected (a backend that exits
 # gives its locks back)
 sql one >/dev/null <<'EOF'
@@ -113,7 +110,7 @@ EOF
 sql one -c "SELECT fence_advance('job:2', 8000000000000000000)" >/dev/null
 sql one -c "SELECT fenced_acquire('job:2')" >/dev/null 2>&1
 # Redis unreachable, reported; and caught by an exception block, not counted
-try one "SET fencing.redis_port = $(harness_free_port); SELECT fenced_acquire('job:3')"
+sqlstate_of one "SET fencing.redis_port = $(harness_free_port); SELECT fenced_acquire('job:3')" >/dev/null
 sql one >/dev/null <<EOF
 SET fencing.redis_port = $(harness_free_port);
 DO \$\$
@@ -123,12 +120,14 @@ EXCEPTION WHEN SQLSTATE 'TF101' THEN
 	NULL;
 END \$\$;
 EOF
-expect_eq "acquired 2, busy 1, repairs 1, connects 3, unavailable 1" "2|1|1|3|1|0|0|0|0|0" \
+expect "acquired 2, busy 1, repairs 1, connects 3, unavailable 1" \
 	"$(sql two -c 'SELECT acquired, busy, repairs, connects, errors_unavailable, errors_busy,
 		errors_cluster_changing, errors_refused, errors_protocol, errors_not_replicated
-		FROM fence_stat_redis')"
-expect_eq "the acquisition times: a median and a 99th percentile, under a second" "t" \
+		FROM fence_stat_redis')" \
+	"2|1|1|3|1|0|0|0|0|0"
+expect "the acquisition times: a median and a 99th percentile, under a second" \
 	"$(sql two -c 'SELECT 0 < acquire_p50_ms AND acquire_p50_ms <= acquire_p99_ms
-		AND acquire_p99_ms < 1000 FROM fence_stat_redis')"
+		AND acquire_p99_ms < 1000 FROM fence_stat_redis')" \
+	"t"
 
 checks_finish

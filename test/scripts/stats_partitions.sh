@@ -20,11 +20,6 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 
-# Run a statement that may fail; its error is not shown.
-try() {
-	psql -X -q -A -t -d "$1" -c "$2" >/dev/null 2>&1 || true
-}
-
 # A two-level partitioned table "orders", guarded by a trigger on its root
 # (cloned to every partition), and a plain table "plain".
 schema() {
@@ -46,9 +41,9 @@ SQL
 # Writes to each partition: 4 accepted, 2 stale, 1 without a token.
 writes() {
 	sql "$1" -c "INSERT INTO orders VALUES ('eu', 1, 5), ('eu', 150, 5), ('us', 7, 5)"
-	try "$1" "INSERT INTO orders VALUES ('eu', 1, 4)"
-	try "$1" "INSERT INTO orders VALUES ('us', 7, 3)"
-	try "$1" "INSERT INTO orders VALUES ('eu', 2, NULL)"
+	sqlstate_of "$1" "INSERT INTO orders VALUES ('eu', 1, 4)" >/dev/null
+	sqlstate_of "$1" "INSERT INTO orders VALUES ('us', 7, 3)" >/dev/null
+	sqlstate_of "$1" "INSERT INTO orders VALUES ('eu', 2, NULL)" >/dev/null
 	sql "$1" -c "INSERT INTO orders VALUES ('eu', 151, 6)"
 }
 
@@ -60,38 +55,40 @@ sql postgres -c "CREATE DATABASE one" -c "CREATE DATABASE two"
 schema one
 schema two
 
-expect_eq "fence_stat_info: room for fencing.stats_max_tables tables" "shared|50|0" \
-	"$(sql one -c 'SELECT mode, capacity, tables FROM fence_stat_info')"
+expect "fence_stat_info: room for fencing.stats_max_tables tables" \
+	"$(sql one -c 'SELECT mode, capacity, tables FROM fence_stat_info')" "shared|50|0"
 before=$(sql one -c "SELECT clock_timestamp()")
 writes one
 after=$(sql one -c "SELECT clock_timestamp()")
 sql one -c "INSERT INTO plain VALUES (1, 1)"
-expect_eq "the partitions of a two-level tree show as one row of its root" \
+expect "the partitions of a two-level tree show as one row of its root" \
+	"$(sql one -c "SELECT $cols FROM fence_stat_tables ORDER BY table_name::text")" \
 	"orders|7|4|2|1|4
-plain|1|1|0|0|1" \
-	"$(sql one -c "SELECT $cols FROM fence_stat_tables ORDER BY table_name::text")"
-expect_eq "... while each partition keeps an entry of its own" "4" \
-	"$(sql one -c 'SELECT tables FROM fence_stat_info')"
-expect_eq "last_rejected_at: within the writes for the root, NULL for a table never rejected" "t|t" \
+plain|1|1|0|0|1"
+expect "... while each partition keeps an entry of its own" \
+	"$(sql one -c 'SELECT tables FROM fence_stat_info')" "4"
+expect "last_rejected_at: within the writes for the root, NULL for a table never rejected" \
 	"$(sql one -c "SELECT bool_and(last_rejected_at BETWEEN '$before' AND '$after') FILTER (WHERE table_name = 'orders'::regclass),
-		bool_and(last_rejected_at IS NULL) FILTER (WHERE table_name = 'plain'::regclass) FROM fence_stat_tables")"
+		bool_and(last_rejected_at IS NULL) FILTER (WHERE table_name = 'plain'::regclass) FROM fence_stat_tables")" \
+	"t|t"
 sql two -c "INSERT INTO orders VALUES ('us', 7, 1)"
-expect_eq "each database rolls up its own partitions" "orders|1|1|0|0|1" \
-	"$(sql two -c "SELECT $cols FROM fence_stat_tables")"
-expect_eq "fence_stat_info counts the entries of every database" "5" \
-	"$(sql one -c 'SELECT tables FROM fence_stat_info')"
+expect "each database rolls up its own partitions" \
+	"$(sql two -c "SELECT $cols FROM fence_stat_tables")" "orders|1|1|0|0|1"
+expect "fence_stat_info counts the entries of every database" \
+	"$(sql one -c 'SELECT tables FROM fence_stat_info')" "5"
 
 sql one -c "DROP TABLE orders_eu_2"
-expect_eq "a dropped partition is forgotten: its counts leave the root's" "orders|5|2|2|1|2" \
-	"$(sql one -c "SELECT $cols FROM fence_stat_tables WHERE table_name = 'orders'::regclass")"
-expect_eq "... and its entry is freed" "4" \
-	"$(sql one -c 'SELECT tables FROM fence_stat_info')"
+expect "a dropped partition is forgotten: its counts leave the root's" \
+	"$(sql one -c "SELECT $cols FROM fence_stat_tables WHERE table_name = 'orders'::regclass")" \
+	"orders|5|2|2|1|2"
+expect "... and its entry is freed" \
+	"$(sql one -c 'SELECT tables FROM fence_stat_info')" "4"
 sql one -c "DROP TABLE plain"
-expect_eq "a dropped table is forgotten" "orders" \
-	"$(sql one -c "SELECT table_name FROM fence_stat_tables")"
+expect "a dropped table is forgotten" \
+	"$(sql one -c "SELECT table_name FROM fence_stat_tables")" "orders"
 sql postgres -c "DROP DATABASE two"
-expect_eq "the entries of a dropped database are forgotten when another reads them" "2" \
-	"$(sql one -c 'SELECT tables FROM fence_stat_info')"
+expect "the entries of a dropped database are forgotten when another reads them" \
+	"$(sql one -c 'SELECT tables FROM fence_stat_info')" "2"
 
 # the room of dropped tables is used again
 # (each table written in a transaction of its own: many_49 to many_52
@@ -101,21 +98,20 @@ for i in $(seq 52); do
 	echo "CREATE TRIGGER fence BEFORE INSERT ON many_$i FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'many');"
 	echo "INSERT INTO many_$i VALUES ($i);"
 done | sql one >/dev/null
-expect_eq "50 entries of 50 (2 of orders' partitions), the 4 tables beyond counted together" "50|4" \
-	"$(sql one -c "SELECT (SELECT tables FROM fence_stat_info), sum(checked) FROM fence_stat_tables WHERE table_name IS NULL")"
+expect "50 entries of 50 (2 of orders' partitions), the 4 tables beyond counted together" \
+	"$(sql one -c "SELECT (SELECT tables FROM fence_stat_info), sum(checked) FROM fence_stat_tables WHERE table_name IS NULL")" \
+	"50|4"
 sql one -c "DROP TABLE many_1, many_2, many_3, many_4, many_5, many_6, many_7, many_8, many_9, many_10"
-expect_eq "dropping 10 of them frees 10 entries" "40" "$(sql one -c 'SELECT tables FROM fence_stat_info')"
+expect "dropping 10 of them frees 10 entries" "$(sql one -c 'SELECT tables FROM fence_stat_info')" "40"
 sql one -c "INSERT INTO many_52 VALUES (100)"
-expect_eq "... which a table beyond the room takes when it writes again" "many_52|1" \
-	"$(sql one -c "SELECT table_name, checked FROM fence_stat_tables WHERE table_name = 'many_52'::regclass")"
+expect "... which a table beyond the room takes when it writes again" \
+	"$(sql one -c "SELECT table_name, checked FROM fence_stat_tables WHERE table_name = 'many_52'::regclass")" \
+	"many_52|1"
 
 # --- a backend's own counters ------------------------------------------
 harness_start_pg
 schema postgres
-expect_eq "without preloading: one session's writes, rolled up, a dropped partition forgotten" \
-	"orders|7|4|2|1|4
-orders|5|2|2|1|2
-2" \
+expect "without preloading: one session's writes, rolled up, a dropped partition forgotten" \
 	"$(sql postgres <<SQL 2>/dev/null
 INSERT INTO orders VALUES ('eu', 1, 5), ('eu', 150, 5), ('us', 7, 5);
 DO \$\$ BEGIN INSERT INTO orders VALUES ('eu', 1, 4); EXCEPTION WHEN OTHERS THEN NULL; END \$\$;
@@ -127,7 +123,10 @@ DROP TABLE orders_eu_2;
 SELECT $cols FROM fence_stat_tables;
 SELECT tables FROM fence_stat_info;
 SQL
-)"
+)" \
+	"orders|7|4|2|1|4
+orders|5|2|2|1|2
+2"
 
 # --- the update from 1.1 keeps the privileges --------------------------
 sql postgres -c "CREATE DATABASE upgraded" -c "CREATE DATABASE fresh" -c "CREATE ROLE monitor"
@@ -146,18 +145,20 @@ initprivs="SELECT coalesce(string_agg(i.classoid::regclass || ' ' || i.initprivs
 acl_before=$(sql upgraded -c "$acl")
 sql upgraded -c "ALTER EXTENSION fencing UPDATE"
 sql fresh -c "CREATE EXTENSION fencing"
-expect_eq "the update from 1.1 makes fence_stat_tables again, with last_rejected_at" "1.2|t" \
-	"$(sql upgraded -c "SELECT extversion, EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'fence_stat_tables'::regclass AND attname = 'last_rejected_at') FROM pg_extension WHERE extname = 'fencing'")"
-expect_eq "... with the privileges an administrator gave the view and the function" "$acl_before" "$(sql upgraded -c "$acl")"
-expect_eq "... and the initial privileges of a fresh install" "$(sql fresh -c "$initprivs")" "$(sql upgraded -c "$initprivs")"
+expect "the update from 1.1 makes fence_stat_tables again, with last_rejected_at" \
+	"$(sql upgraded -c "SELECT extversion, EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'fence_stat_tables'::regclass AND attname = 'last_rejected_at') FROM pg_extension WHERE extname = 'fencing'")" \
+	"1.2|t"
+expect "... with the privileges an administrator gave the view and the function" "$(sql upgraded -c "$acl")" "$acl_before"
+expect "... and the initial privileges of a fresh install" "$(sql upgraded -c "$initprivs")" "$(sql fresh -c "$initprivs")"
 dump=$(pg_dump --schema-only upgraded)
 check "... so that pg_dump still dumps the administrator's REVOKE and GRANT" \
 	grep -q '^REVOKE SELECT ON TABLE public.fence_stat_tables FROM PUBLIC;' <<<"$dump"
 check "... of the function too" \
 	grep -q '^GRANT ALL ON FUNCTION public.fence_stat_tables_data(.*) TO monitor;' <<<"$dump"
-expect_eq "monitor may read the view, PUBLIC may not, nor call the function" "t|f|f" \
+expect "monitor may read the view, PUBLIC may not, nor call the function" \
 	"$(sql upgraded -c "SELECT has_table_privilege('monitor', 'fence_stat_tables', 'SELECT'),
 		has_table_privilege('public', 'fence_stat_tables', 'SELECT'),
-		has_function_privilege('public', 'fence_stat_tables_data()', 'EXECUTE')")"
+		has_function_privilege('public', 'fence_stat_tables_data()', 'EXECUTE')")" \
+	"t|f|f"
 
 checks_finish

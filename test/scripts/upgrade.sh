@@ -230,7 +230,7 @@ dump_of() {
 default_version=$(sql postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'fencing'")
 old_versions=$(sql postgres -c "SELECT version FROM pg_available_extension_versions
 	WHERE name = 'fencing' AND version <> '$default_version' ORDER BY version")
-expect_eq "the server offers versions to upgrade from" "yes" "$([ -n "$old_versions" ] && echo yes || echo no)"
+expect "the server offers versions to upgrade from" "$([ -n "$old_versions" ] && echo yes || echo no)" "yes"
 
 harness_log "fresh install of $default_version"
 new_db fresh
@@ -238,17 +238,17 @@ sql fresh -c 'CREATE EXTENSION fencing'
 fill fresh
 catalog_of fresh >"$workdir/fresh.catalog"
 partition_guards_of fresh >"$workdir/fresh.partition_guards"
-expect_eq "fresh: every partition has a clone of the parent's TRUNCATE guard" \
-	$'events_1|fence_truncate|t\nevents_2|fence_truncate|t\nevents_2a|fence_truncate|t' \
-	"$(cat "$workdir/fresh.partition_guards")"
+expect "fresh: every partition has a clone of the parent's TRUNCATE guard" \
+	"$(cat "$workdir/fresh.partition_guards")" \
+	$'events_1|fence_truncate|t\nevents_2|fence_truncate|t\nevents_2a|fence_truncate|t'
 dump_of fresh >"$workdir/fresh.dump"
 
 # Update database $1 to the default version.
 update_db() {
 	local db=$1
 	sql "$db" -c 'ALTER EXTENSION fencing UPDATE'
-	expect_eq "$db: ALTER EXTENSION fencing UPDATE reaches $default_version" "$default_version" \
-		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")"
+	expect "$db: ALTER EXTENSION fencing UPDATE reaches $default_version" \
+		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")" "$default_version"
 }
 
 # Compare the extension of database $1 with the fresh install's.
@@ -269,8 +269,8 @@ for v in $old_versions; do
 	harness_log "install $v, fill, update to $default_version"
 	new_db "$db"
 	sql "$db" -c "CREATE EXTENSION fencing VERSION '$v'"
-	expect_eq "$db: version $v installed" "$v" \
-		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")"
+	expect "$db: version $v installed" \
+		"$(sql "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")" "$v"
 	if fill "$db" 2>"$workdir/fill.log"; then
 		ok "$db: fenced writes work at $v with the new library"
 	else
@@ -278,36 +278,36 @@ for v in $old_versions; do
 		sed 's/^/#   /' "$workdir/fill.log"
 	fi
 	marks_before=$(sql "$db" -c 'SELECT resource, token, moved_at FROM fence_marks ORDER BY 1')
-	expect_eq "$db: at $v, the partitions made before the guard have none" "" \
-		"$(partition_guards_of "$db")"
+	expect "$db: at $v, the partitions made before the guard have none" \
+		"$(partition_guards_of "$db")" ""
 	update_db "$db"
 	compare_db "$db"
-	expect_eq "$db: the update cloned the parent's TRUNCATE guard to every partition, as a fresh install has" \
-		"$(cat "$workdir/fresh.partition_guards")" "$(partition_guards_of "$db")"
-	expect_eq "$db: TRUNCATE of a partition made before the update is refused (TF004)" "TF004" \
-		"$(sqlstate_of "$db" "TRUNCATE events_2a")"
+	expect "$db: the update cloned the parent's TRUNCATE guard to every partition, as a fresh install has" \
+		"$(partition_guards_of "$db")" "$(cat "$workdir/fresh.partition_guards")"
+	expect "$db: TRUNCATE of a partition made before the update is refused (TF004)" \
+		"$(sqlstate_of "$db" "TRUNCATE events_2a")" "TF004"
 
 	harness_log "$db: fencing after the update"
-	expect_eq "$db: the marks are those written before the update" "$marks_before" \
-		"$(sql "$db" -c 'SELECT resource, token, moved_at FROM fence_marks ORDER BY 1')"
-	expect_eq "$db: a stale resource-scope write is rejected (TF001)" "TF001" \
-		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")"
-	expect_eq "$db: a write below a mark set by hand is rejected (TF001)" "TF001" \
-		"$(sqlstate_of "$db" "INSERT INTO items VALUES (9, 'stale', 99)")"
-	expect_eq "$db: a stale row-scope update is rejected (TF001)" "TF001" \
-		"$(sqlstate_of "$db" "UPDATE orders SET status = 'stale', tok = 4 WHERE id = 1")"
-	expect_eq "$db: a write without a token is rejected (TF002)" "TF002" \
-		"$(sqlstate_of "$db" "UPDATE items SET item = 'none' WHERE order_id = 2")"
-	expect_eq "$db: TRUNCATE of the guarded table is refused (TF004)" "TF004" \
-		"$(sqlstate_of "$db" "TRUNCATE items")"
-	expect_eq "$db: a newer resource-scope write is accepted" "00000" \
-		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'fresh', 35)")"
-	expect_eq "$db: a newer row-scope update is accepted" "00000" \
-		"$(sqlstate_of "$db" "UPDATE orders SET status = 'paid', tok = 6 WHERE id = 1")"
-	expect_eq "$db: the accepted write raised the mark to 35" "35" \
-		"$(sql "$db" -c "SELECT fence_mark('order:1')")"
-	expect_eq "$db: the rows after the writes" $'1|paid|6\n2|new|12' \
-		"$(sql "$db" -c 'SELECT id, status, tok FROM orders ORDER BY id')"
+	expect "$db: the marks are those written before the update" \
+		"$(sql "$db" -c 'SELECT resource, token, moved_at FROM fence_marks ORDER BY 1')" "$marks_before"
+	expect "$db: a stale resource-scope write is rejected (TF001)" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")" "TF001"
+	expect "$db: a write below a mark set by hand is rejected (TF001)" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (9, 'stale', 99)")" "TF001"
+	expect "$db: a stale row-scope update is rejected (TF001)" \
+		"$(sqlstate_of "$db" "UPDATE orders SET status = 'stale', tok = 4 WHERE id = 1")" "TF001"
+	expect "$db: a write without a token is rejected (TF002)" \
+		"$(sqlstate_of "$db" "UPDATE items SET item = 'none' WHERE order_id = 2")" "TF002"
+	expect "$db: TRUNCATE of the guarded table is refused (TF004)" \
+		"$(sqlstate_of "$db" "TRUNCATE items")" "TF004"
+	expect "$db: a newer resource-scope write is accepted" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'fresh', 35)")" "00000"
+	expect "$db: a newer row-scope update is accepted" \
+		"$(sqlstate_of "$db" "UPDATE orders SET status = 'paid', tok = 6 WHERE id = 1")" "00000"
+	expect "$db: the accepted write raised the mark to 35" \
+		"$(sql "$db" -c "SELECT fence_mark('order:1')")" "35"
+	expect "$db: the rows after the writes" \
+		"$(sql "$db" -c 'SELECT id, status, tok FROM orders ORDER BY id')" $'1|paid|6\n2|new|12'
 
 	# An install of version $v whose marks table was created under another
 	# default_table_access_method (here heap_copy, heap's handler under
@@ -325,17 +325,17 @@ EOF
 	# (1.0--1.1 does), so only an older version is left with heap_copy.
 	am=$(sql "$db" -c "SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'fence_high_water'::regclass")
 	if [ "$v" = 1.0 ]; then
-		expect_eq "$db: at $v, the marks table was created under heap_copy" "heap_copy" "$am"
-		expect_eq "$db: at $v, a fenced write is refused while the marks table is no heap (TF003)" "TF003" \
-			"$(sqlstate_of "$db" "SELECT fence_advance('order:9', 1)")"
+		expect "$db: at $v, the marks table was created under heap_copy" "$am" "heap_copy"
+		expect "$db: at $v, a fenced write is refused while the marks table is no heap (TF003)" \
+			"$(sqlstate_of "$db" "SELECT fence_advance('order:9', 1)")" "TF003"
 	else
-		expect_eq "$db: at $v, the install made the marks table a heap" "heap" "$am"
+		expect "$db: at $v, the install made the marks table a heap" "$am" "heap"
 	fi
 	update_db "$db"
 	fill "$db"
 	compare_db "$db"
-	expect_eq "$db: after the update, a stale write is rejected (TF001)" "TF001" \
-		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")"
+	expect "$db: after the update, a stale write is rejected (TF001)" \
+		"$(sqlstate_of "$db" "INSERT INTO items VALUES (1, 'stale', 33)")" "TF001"
 done
 
 if [ "$CHECKS_FAILED" -ne 0 ] && [ -s "$workdir/statements.log" ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/scripts/valgrind_regress.sh: the regression suite (pg_regress over
+# test/lib/valgrind_regress.sh: the regression suite (pg_regress over
 # sql/ and expected/, then the isolation specs, as `make installcheck` runs
 # them) against a throwaway cluster whose postgres runs under valgrind
 # memcheck; with REDIS=1 (the default) also the Redis bad-input script and a
@@ -8,15 +8,15 @@
 #
 # Not part of test/run: it takes several minutes.
 #
-#   bash test/scripts/valgrind_regress.sh            # after make install
-#   REDIS=0 ISOLATION=0 bash test/scripts/valgrind_regress.sh
+#   bash test/lib/valgrind_regress.sh                # after make install
+#   REDIS=0 ISOLATION=0 bash test/lib/valgrind_regress.sh
 #   KEEP=1 ...                                       # keep the logs
 #
 # Debian's postgres is not built with USE_VALGRIND: palloc'd chunks are not
 # tracked one by one, so overruns inside a memory context block go unseen;
 # uninitialised-value uses, and anything in malloc'd memory (hiredis), are
 # seen.  PostgreSQL's own known noise (padding bytes written to WAL, stats
-# and relcache files) is suppressed by test/scripts/valgrind.supp.
+# and relcache files) is suppressed by test/lib/valgrind.supp.
 #
 # --error-exitcode stays 0: the postmaster takes any other exit status of a
 # child (the startup process, a backend) for a crash and restarts or stops,
@@ -29,7 +29,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../lib/harness.sh"
+source "$here/harness.sh"
 top=$FENCING_TOP
 bindir=$("$PG_CONFIG" --bindir)
 pgxs=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# test/scripts/tap.sh: run TAP tests (test/t/*.pl, PostgreSQL::Test::Cluster)
+# test/lib/tap.sh: run TAP tests (test/t/*.pl, PostgreSQL::Test::Cluster)
 # with prove, against the installed extension.
 #
-#   bash test/scripts/tap.sh                      every test in test/t
-#   bash test/scripts/tap.sh test/t/002_standby.pl
+#   bash test/lib/tap.sh                          every test in test/t
+#   bash test/lib/tap.sh test/t/002_standby.pl
 #
 # initdb refuses to run as root, so as root the tests run as the "postgres"
 # OS user, in a temporary directory it can write (removed afterwards unless

@@ -3,7 +3,7 @@
 # Each suite starts its own redis-server and PostgreSQL cluster through the
 # harness (loopback and Unix sockets only), prints "ok - ..." or
 # "not ok - ..." per check (test/lib/checks.sh), and ends with
-# redis_finish, which exits non-zero if any check failed.
+# checks_finish, which exits non-zero if any check failed.
 #
 # Long-lived psql sessions ("same session reconnects") are psql processes
 # reading from a FIFO:
@@ -13,10 +13,12 @@
 #                                 messages) and S (SQLSTATE, 00000 on success)
 #                                 and T (elapsed ms)
 
-# shellcheck source-path=SCRIPTDIR source=../lib/harness.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
-# shellcheck source-path=SCRIPTDIR source=../lib/checks.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/checks.sh"
+# shellcheck source-path=SCRIPTDIR source=harness.sh
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
+# shellcheck source-path=SCRIPTDIR source=psql.sh
+source "$(dirname "${BASH_SOURCE[0]}")/psql.sh"
+# shellcheck source-path=SCRIPTDIR source=checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
 # Start a replica of the suite's Redis on a free port, set REPLICA_PORT,
 # and wait until it has synchronized.  The harness stops it on exit.
@@ -34,43 +36,6 @@ start_replica() {
 	return 1
 }
 
-# expect DESCRIPTION GOT WANT: ok when equal, else show both.
-expect() {
-	if [ "$2" = "$3" ]; then
-		ok "$1"
-	else
-		not_ok "$1"
-		printf '#   got:  %s\n#   want: %s\n' "$2" "$3"
-	fi
-}
-
-# expect_match DESCRIPTION TEXT REGEX (extended; TEXT's lines are joined
-# with spaces, so that a pattern can span a message and its DETAIL)
-expect_match() {
-	if printf '%s' "$2" | tr '\n' ' ' | grep -Eq -- "$3"; then
-		ok "$1"
-	else
-		not_ok "$1"
-		printf '#   got:  %s\n#   want: /%s/\n' "$2" "$3"
-	fi
-}
-
-# expect_no_match DESCRIPTION TEXT FIXED-STRING
-expect_no_match() {
-	if printf '%s' "$2" | grep -Fq -- "$3"; then
-		not_ok "$1"
-		printf '#   found %s in: %s\n' "$3" "$2"
-	else
-		ok "$1"
-	fi
-}
-
-# The suites' last command (checks_finish, under the name they call).
-redis_finish() { checks_finish; }
-
-# One-shot query as the superuser: unaligned, tuples only.
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-
 # redis-cli against the harness's server, over its Unix socket.
 REDIS_CLI_AUTH=()
 rcli() { redis-cli -s "$REDIS_SOCKET" "${REDIS_CLI_AUTH[@]}" "$@" 2>/dev/null; }
@@ -83,7 +48,7 @@ redis_start_pg() {
 		"fencing.redis_host = '127.0.0.1'" \
 		"fencing.redis_port = $REDIS_PORT" \
 		"$@" || return 1
-	q -c "CREATE EXTENSION fencing" >/dev/null
+	sql -c "CREATE EXTENSION fencing" >/dev/null
 }
 
 # Stop the harness's redis-server (only the PID it started) and wait.
@@ -168,7 +133,7 @@ kill_mid_call() {
 # with the library preloaded) renewed it throughout: its expires_at moved
 # on to more than 2.5 s after the acquisition, and it is still renewing.
 renewed_across() {
-	q -c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
+	sql -c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
 		(SELECT expires_at - acquired_at > interval '2.5 s' AND renewing
 		 FROM fenced_lock_holders WHERE resource = '$1')" 2>&1
 }
