@@ -1,4 +1,4 @@
--- Tokens bound the ways client drivers bind them (README "Java (JDBC,
+-- Tokens bound the ways client drivers bind them (doc/clients.md "Java (JDBC,
 -- HikariCP)"): as varchar and text (JDBC setString), numeric
 -- (setObject(BigInteger)), bigint (setLong) and unknown
 -- (stringtype=unspecified, or a literal).

@@ -148,7 +148,7 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 }
 
 /*
- * The token a write to resource carries, by the precedence the README
+ * The token a write to resource carries, by the precedence doc/clients.md
  * documents:
  *
  * - the session or transaction declared D for the resource: D, whatever

@@ -187,7 +187,7 @@ fenced_backoff(int step, long long pttl, long remaining)
  * fenced_raise_mark
  *		Raise the mark of resource to the token just issued under owner, in
  *		the calling transaction, so that every older token is stale from the
- *		acquisition on (README, "Fencing from the acquisition on").
+ *		acquisition on (doc/redis.md, "Reads and the acquisition").
  *
  * If the mark is held by an older writer's open transaction for longer
  * than the acquisition may wait, or is already at or above the token (a

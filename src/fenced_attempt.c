@@ -16,7 +16,7 @@
  * one let through.  So a token is max(counter + 1, microseconds of the
  * Redis server's clock): after a loss the clock, not the lost counter,
  * puts it above every token issued before, as long as the clocks of the
- * Redis servers agree to within a failover's duration (README, "Tokens").
+ * Redis servers agree to within a failover's duration (doc/redis.md, "Tokens").
  *
  * Counter regression.  In case that clock is behind, every acquisition
  * passes the resource's newest high-water mark (committed or in progress,
@@ -48,8 +48,8 @@
 /*
  * How far past the high-water mark a counter that went backwards is set,
  * before the Redis clock is added: a repaired token is mark + gap + T, T
- * being the Redis server's clock in microseconds (README, "Tokens after
- * repeated losses").
+ * being the Redis server's clock in microseconds (doc/redis.md,
+ * "Tokens after repeated losses").
  *
  * The gap keeps it above the tokens that the lost counter handed out above
  * the mark to holders that have not written yet (a second's worth of

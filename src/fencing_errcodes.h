@@ -11,7 +11,8 @@
  * database connection and evict it, and Redis trouble is not that.  Nor
  * in 0A000, which pools treat the same way.
  *
- * The table is stable from version 1.1 on; the README lists it.
+ * The table is stable from version 1.1 on; README.md and doc/operations.md
+ * list it.
  *
  * IDENTIFICATION
  *	  src/fencing_errcodes.h

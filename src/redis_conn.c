@@ -346,7 +346,7 @@ redis_commands_noerror(int ncommands, const int *argc, const char ***argv,
 /*
  * redis_refused
  *		Drop the connection and report an error reply, with a SQLSTATE
- *		chosen by the Redis error code (see the README's table).
+ *		chosen by the Redis error code (see doc/redis.md's table).
  */
 void
 redis_refused(const char *command, const RedisValue *reply)

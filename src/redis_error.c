@@ -21,7 +21,10 @@
 #include "fencing_errcodes.h"
 #include "redis_error.h"
 
-/* The table of the README's "SQLSTATEs" section, by Redis error code. */
+/*
+ * The table of doc/redis.md's "SQLSTATEs of the Redis functions", by Redis
+ * error code.
+ */
 static const RedisErrorClass redis_error_classes[] = {
 	{"NOAUTH", ERRCODE_FENCING_REDIS_REFUSED,
 	"Set fencing.redis_password or fencing.redis_password_file."},

@@ -1,5 +1,5 @@
 // test/lib/JdbcBindings.java: each binding of a token parameter in the
-// README's table (README "Java (JDBC, HikariCP)"), through pgJDBC.
+// README's table (doc/clients.md "Java (JDBC, HikariCP)"), through pgJDBC.
 //
 // Run by test/scripts/java_clients.sh with JDBC_URL set; prints one
 // "ok - ..." or "not ok - ..." line per check and exits non-zero if any

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/scripts/attach_online.sh: adopting a table while it is written
-# (README "Adopting an existing table").
+# (doc/guard.md "Adopting an existing table").
 #
 # On a table of 100,000 rows, one resource each:
 #   - fence_attach_concurrently() seeds every mark while a writer in a

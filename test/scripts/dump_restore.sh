@@ -272,7 +272,7 @@ expect "in the restored copy a stale write of the owner is rejected (TF001)" \
 expect "in the restored copy a newer write of the owner is accepted" \
 	"$(sqlstate_of owned_copy "SET ROLE app_owner; UPDATE shipments SET tok = 9 WHERE order_id = 1")" "00000"
 
-# A dump of one table carries no marks.  The README's procedure: copy the
+# A dump of one table carries no marks.  doc/operations.md's procedure: copy the
 # table's marks along, and raise them in the target with fence_advance()
 # before the rows are loaded.
 harness_log "table-only dump, with its marks copied along"
@@ -295,7 +295,7 @@ expect "the table restored alone rejects a stale write (TF001)" \
 	"$(sqlstate_of one_table "UPDATE shipments SET tok = 7 WHERE order_id = 1")" "TF001"
 
 # Partitions keep their TRUNCATE guards across a dump and restore.  Each
-# is a clone of its parent's (README "Partitions and inheritance"), which
+# is a clone of its parent's (doc/guard.md, "What a row trigger cannot fence"), which
 # pg_dump does not dump: the restore's own CREATE TRIGGER on the parent
 # makes them again.  One partition was detached and attached again
 # (without the row guard of its own that it got on DETACH, which the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/scripts/isolation_logical.sh: the isolation specs against a cluster
-# with wal_level = logical (README "Logical replication").
+# with wal_level = logical (doc/guard.md "Logical replication").
 #
 # Under logical WAL a raise is never made in place, and each raise is a
 # delete and an insert of the mark's row, so that a subscriber lacking the

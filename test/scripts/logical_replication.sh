@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/scripts/logical_replication.sh: a fenced table on a logical-
-# replication subscriber (SPEC §2; README "Logical replication").
+# replication subscriber (SPEC §2; doc/guard.md "Logical replication").
 #
 # Starts two throwaway clusters, a publisher (wal_level = logical) and a
 # subscriber, each with the extension and a table guarded per resource;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/scripts/pgbouncer.sh: fencing behind a real pgbouncer in transaction
-# mode with a pool of one server connection (README "Pools and poolers").
+# mode with a pool of one server connection (doc/clients.md "Pools and poolers").
 #
 # Installs pgbouncer (Debian) if missing, starts PostgreSQL, redis-server
 # and pgbouncer (pool_mode = transaction, default_pool_size = 1, listening

@@ -15,7 +15,7 @@
 #    again and the lease stays held;
 #  - fenced_lock_holders: a role without pg_read_all_stats sees its own
 #    rows and only that the others exist; pg_read_all_stats sees all; the
-#    README's query finding a holder idle in a transaction with a mark
+#    doc/redis.md's query finding a holder idle in a transaction with a mark
 #    locked finds it;
 #  - a full table (fencing.max_leases): renew => true fails with TF109, a
 #    plain acquisition goes on unlisted; track_activities off and a server
@@ -207,8 +207,8 @@ sess h "UPDATE items SET val = 'held' WHERE id = 1;"
 expect "the holder writes, locking the mark's row" "$S" "00000"
 sleep 0.2
 snippet lock-holders >"$workdir/holders.sql"
-expect_match "the README has the query" "$(cat "$workdir/holders.sql")" "fenced_lock_holders"
-expect_match "the README's query finds the holder idle in a transaction with a mark locked" \
+expect_match "doc/redis.md has the query" "$(cat "$workdir/holders.sql")" "fenced_lock_holders"
+expect_match "doc/redis.md's query finds the holder idle in a transaction with a mark locked" \
 	"$(sql -f "$workdir/holders.sql")" "^[0-9]+\|regress_holder_a\|order:1\|"
 sess h "ROLLBACK;"
 sess_close h

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/scripts/session_state.sh: fencing.allow_session_state = off for a
 # role makes the session forms an error, and the role cannot turn it back
-# on (README "Pools made safe by configuration").
+# on (doc/clients.md "Pools made safe by configuration").
 #
 # A superuser runs ALTER ROLE app SET fencing.allow_session_state = off.
 # Then, for role app:

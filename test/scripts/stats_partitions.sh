@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/scripts/stats_partitions.sh: fence_stat_tables for partitioned
-# schemas (README "Statistics").
+# schemas (doc/operations.md "Statistics").
 #
 # With the library preloaded (counters in shared memory, a cluster started
 # with fencing.stats_max_tables = 50): the counts of every partition of a
