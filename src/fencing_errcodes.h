@@ -57,8 +57,9 @@
  * not verify, or it refused ours: for the operator (certificates,
  * fencing.redis_tls*), retrying will not help. */
 #define ERRCODE_FENCING_REDIS_TLS		MAKE_SQLSTATE('T','F','1','0','7')
-/* renew => true on a server that cannot renew: the library is not in
- * shared_preload_libraries, or track_activities is off. */
+/* renew => true where leases cannot be renewed: the library is not in
+ * shared_preload_libraries, track_activities is off, or the session's
+ * Redis settings are not the server's configuration the renewer uses. */
 #define ERRCODE_FENCING_RENEW_UNAVAILABLE MAKE_SQLSTATE('T','F','1','0','8')
 /* renew => true with the shared table of lock holders full
  * (fencing.max_leases): raise it, or acquire without renew. */

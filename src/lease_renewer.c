@@ -29,8 +29,10 @@
  * The renewals of one round go out together, pipelined, through the same
  * Redis client as the backends' (Sentinel, Cluster, TLS), where nothing
  * throws, within fencing.redis_release_timeout; the worker's settings are
- * those of the server's configuration files.  A lock found lost is no
- * longer renewed; a failed round is tried again after a pause.
+ * those of the server's configuration files, whose fingerprint it
+ * publishes at start and after each reload, so that renew => true is
+ * refused in a session set to another Redis server.  A lock found lost is
+ * no longer renewed; a failed round is tried again after a pause.
  *
  * IDENTIFICATION
  *	  src/lease_renewer.c
@@ -48,6 +50,7 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "redis_conn.h"
+#include "redis_settings.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -335,6 +338,7 @@ fencing_lease_renewer_main(Datum arg)
 		proc_exit(0);
 	before_shmem_exit(renewer_at_exit, (Datum) 0);
 	lease_shmem_set_renewer(MyLatch);
+	lease_shmem_set_renewer_settings(redis_settings_fingerprint());
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "fencing renewals",
 									  ALLOCSET_DEFAULT_SIZES);
 	for (;;)
@@ -346,6 +350,7 @@ fencing_lease_renewer_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			lease_shmem_set_renewer_settings(redis_settings_fingerprint());
 		}
 		MemoryContextSwitchTo(round_cxt);
 		sleep_ms = renewer_round();

@@ -21,6 +21,13 @@
  * one reserved slot between acquisitions (an acquisition that failed
  * leaves it for the next), given back at exit.
  *
+ * The renewer connects with the server's configuration, not a session's
+ * (ALTER DATABASE, ALTER ROLE, SET): it publishes a fingerprint of its
+ * Redis settings (redis_settings_fingerprint) as it starts and after each
+ * reload, and renew => true is refused before the lock is taken where the
+ * session's differs, which would have the lease renewed against another
+ * server, found "not ours", and silently left to expire.
+ *
  * Without preloading there is no table: fenced_lock_holders shows the
  * calling backend's map, and renew => true is refused.
  *
@@ -37,21 +44,34 @@
 #include "fencing_errcodes.h"
 #include "lease_shmem.h"
 #include "miscadmin.h"
+#include "redis_settings.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+/*
+ * How long renew => true waits for the renewer to publish settings that
+ * match the session's: its first start, or a reload it has not processed
+ * yet.  Polled, since the renewer has no way to wake the waiters.
+ */
+#define LEASE_SETTINGS_WAIT_MS		2000
+#define LEASE_SETTINGS_POLL_MS		10
 
 /* fencing.max_leases */
 static int	max_leases = 1024;
 
 typedef struct LeaseShared
 {
-	slock_t		mutex;			/* first_free, the slots' next_free, renewer */
+	slock_t		mutex;			/* first_free, the slots' next_free, renewer,
+								 * settings */
 	int			first_free;		/* -1: none */
 	Latch	   *renewer;		/* the renewer's latch, NULL when none runs */
+	bool		settings_published; /* settings is set */
+	uint64		settings;		/* the renewer's redis_settings_fingerprint */
 	LeaseSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } LeaseShared;
 
@@ -93,6 +113,8 @@ lease_shmem_startup(void)
 
 		SpinLockInit(&shared->mutex);
 		shared->renewer = NULL;
+		shared->settings_published = false;
+		shared->settings = 0;
 		shared->first_free = max_leases > 0 ? 0 : -1;
 		for (i = 0; i < max_leases; i++)
 		{
@@ -158,6 +180,65 @@ lease_shmem_set_renewer(Latch *latch)
 	SpinLockRelease(&shared->mutex);
 }
 
+/*
+ * The renewer publishes the fingerprint of its Redis settings.  Kept when
+ * it exits, until the one started again publishes its own.
+ */
+void
+lease_shmem_set_renewer_settings(uint64 fingerprint)
+{
+	SpinLockAcquire(&shared->mutex);
+	shared->settings = fingerprint;
+	shared->settings_published = true;
+	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * lease_shmem_check_settings
+ *		renew => true: fail unless the renewer would renew against the
+ *		server this session talks to, as its published fingerprint says.
+ *		Waits up to LEASE_SETTINGS_WAIT_MS for it to publish, or to catch up
+ *		with a reload; cancel interrupts the wait.
+ */
+static void
+lease_shmem_check_settings(void)
+{
+	uint64		mine = redis_settings_fingerprint();
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   LEASE_SETTINGS_WAIT_MS);
+	bool		published;
+	uint64		theirs;
+
+	for (;;)
+	{
+		SpinLockAcquire(&shared->mutex);
+		published = shared->settings_published;
+		theirs = shared->settings;
+		SpinLockRelease(&shared->mutex);
+		if ((published && theirs == mine) ||
+			GetCurrentTimestamp() >= deadline)
+			break;
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 LEASE_SETTINGS_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (!published)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_RENEW_UNAVAILABLE),
+				 errmsg("renew => true needs the lease renewer, which has not started"),
+				 errdetail("The background worker \"fencing lease renewer\" did not start within %d ms.",
+						   LEASE_SETTINGS_WAIT_MS),
+				 errhint("Check the server log and max_worker_processes, or extend the lease with fenced_extend().")));
+	if (theirs != mine)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_RENEW_UNAVAILABLE),
+				 errmsg("renew => true is not available with this session's Redis settings"),
+				 errdetail("This session's Redis server or credentials settings (fencing.redis_host, fencing.redis_port, the Sentinel, Cluster, database, user, password and TLS settings) differ from the server's configuration, which the lease renewer uses."),
+				 errhint("Set them in postgresql.conf or with ALTER SYSTEM rather than with ALTER DATABASE, ALTER ROLE or SET, or acquire without renew and extend the lease with fenced_extend().")));
+}
+
 /* Wake the renewer, to look at a lease it has not seen yet. */
 static void
 lease_shmem_wake_renewer(void)
@@ -202,6 +283,8 @@ lease_shmem_reserve(const LeaseListing *listing, bool renew)
 				 errmsg("renew => true needs track_activities on"),
 				 errdetail("A lease is renewed while its owner runs a statement or is idle in a transaction for less than the ttl, which only track_activities reports."),
 				 errhint("Turn track_activities on, or extend the lease with fenced_extend().")));
+	if (renew)
+		lease_shmem_check_settings();
 	if (shared == NULL || reserved >= 0 ||
 		(listing != NULL && listing->slot > 0))
 		return;

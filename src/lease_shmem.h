@@ -82,6 +82,7 @@ extern bool lease_shmem_enabled(void);
 extern int	lease_shmem_size(void);
 extern LeaseSlot *lease_shmem_slot(int i);
 extern void lease_shmem_set_renewer(Latch *latch);
+extern void lease_shmem_set_renewer_settings(uint64 fingerprint);
 extern void lease_shmem_reserve(const LeaseListing *listing, bool renew);
 
 extern void lease_shmem_publish(LeaseListing *listing, const LeaseListed *lease);

@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <sys/un.h>
 
+#include "common/hashfn.h"
 #include "fencing_errcodes.h"
 #include "redis_hostport.h"
 #include "redis_settings.h"
@@ -492,4 +493,55 @@ bool
 redis_cluster_enabled(void)
 {
 	return redis_cluster_nodes != NULL && redis_cluster_nodes[0] != '\0';
+}
+
+/* Fold one string setting, NULL as empty, its terminator included. */
+static uint64
+fingerprint_str(uint64 h, const char *value)
+{
+	if (value == NULL)
+		value = "";
+	return hash_bytes_extended((const unsigned char *) value,
+							   strlen(value) + 1, h);
+}
+
+static uint64
+fingerprint_int(uint64 h, int value)
+{
+	return hash_bytes_extended((const unsigned char *) &value,
+							   sizeof(value), h);
+}
+
+/*
+ * redis_settings_fingerprint
+ *		A hash of the effective values of every setting that decides which
+ *		Redis server a connection reaches and as whom: the lease renewer
+ *		publishes its own, so that a session whose values differ (ALTER
+ *		DATABASE, ALTER ROLE, SET) can tell it would renew elsewhere.  The
+ *		password is hashed where it is, never copied; the timeouts and the
+ *		key templates (carried by each lease) are left out.
+ */
+uint64
+redis_settings_fingerprint(void)
+{
+	uint64		h = 0;
+
+	h = fingerprint_str(h, redis_host);
+	h = fingerprint_int(h, redis_port);
+	h = fingerprint_str(h, redis_username);
+	h = fingerprint_str(h, redis_password);
+	h = fingerprint_str(h, redis_password_file);
+	h = fingerprint_int(h, redis_database);
+	h = fingerprint_str(h, redis_sentinels);
+	h = fingerprint_str(h, redis_sentinel_master);
+	h = fingerprint_str(h, redis_sentinel_username);
+	h = fingerprint_str(h, redis_sentinel_password_file);
+	h = fingerprint_str(h, redis_cluster_nodes);
+	h = fingerprint_int(h, redis_discovered_host_names);
+	h = fingerprint_int(h, redis_tls);
+	h = fingerprint_str(h, redis_tls_ca_file);
+	h = fingerprint_str(h, redis_tls_cert_file);
+	h = fingerprint_str(h, redis_tls_key_file);
+	h = fingerprint_str(h, redis_tls_server_name);
+	return h;
 }

@@ -63,6 +63,7 @@ extern uint64 redis_cluster_generation;
 extern void redis_settings_init(void);
 extern bool redis_sentinel_enabled(void);
 extern bool redis_cluster_enabled(void);
+extern uint64 redis_settings_fingerprint(void);
 
 #ifdef USE_HIREDIS
 #include "redis_error.h"

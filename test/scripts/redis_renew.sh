@@ -17,6 +17,12 @@
 #    rows and only that the others exist; pg_read_all_stats sees all; the
 #    doc/redis.md's query finding a holder idle in a transaction with a mark
 #    locked finds it;
+#  - a session whose Redis settings are not the server's configuration
+#    the renewer uses (ALTER DATABASE ... SET fencing.redis_port, a
+#    superuser's SET) is refused renew => true with TF108, no lock taken,
+#    while its plain acquisitions go to its own Redis; the same settings
+#    again, or the other server given to the renewer too by ALTER SYSTEM
+#    and a reload, and renew => true is accepted and renewed;
 #  - a full table (fencing.max_leases): renew => true fails with TF109, a
 #    plain acquisition goes on unlisted; track_activities off and a server
 #    without preloading refuse renew => true with TF108.
@@ -219,6 +225,45 @@ sess_open t
 sess t "SET track_activities = off; SELECT fenced_acquire('r:notrack', renew => true);"
 expect "track_activities off: renew => true is refused" "$S" "TF108"
 sess_close t
+
+# ------------------------------------------------ a session's own Redis
+
+# a second Redis server, which a database is given with ALTER DATABASE
+OTHER_PORT=$(harness_free_port)
+redis-server --bind 127.0.0.1 --port "$OTHER_PORT" --dir "$workdir" --save '' \
+	--appendonly no --daemonize no --logfile "$workdir/other.log" &
+HARNESS_PIDS+=("$!")
+ocli() { redis-cli -p "$OTHER_PORT" "$@" 2>/dev/null; }
+for _ in $(seq 100); do
+	[ "$(ocli PING)" = PONG ] && break
+	sleep 0.05
+done
+db=$(sql -c "SELECT current_database()")
+sql -c "ALTER DATABASE \"$db\" SET fencing.redis_port = $OTHER_PORT" >/dev/null
+sess_open d
+sess d "SELECT fenced_acquire('r:dbport', ttl => '1 s', renew => true);"
+expect "a database given its own Redis server: renew => true is refused" "$S" "TF108"
+expect_match "saying the session's settings are not the renewer's" "$R" "differ from the server's configuration"
+expect "no lock is taken on the server's Redis" "$(held r:dbport)" "0"
+expect "nor on the database's" "$(ocli EXISTS "$(lock_key r:dbport)")" "0"
+sess d "SELECT fenced_acquire('r:dbport', ttl => '30 s') IS NOT NULL;"
+expect "a plain acquisition goes to the database's Redis" "$S|$R|$(ocli EXISTS "$(lock_key r:dbport)")" "00000|t|1"
+sess d "SELECT fenced_release('r:dbport');"
+sess d "SET fencing.redis_port = $REDIS_PORT; SELECT fenced_acquire('r:dbport', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(2)::text = '', (SELECT renewing FROM fenced_lock_holders WHERE resource = 'r:dbport');"
+expect "SET back to the server's Redis: accepted and renewed" "$S|$R" "00000|t|t|t"
+sess d "SELECT fenced_release('r:dbport'); RESET fencing.redis_port;"
+sess_close d
+sql -c "ALTER DATABASE \"$db\" RESET fencing.redis_port" >/dev/null
+sess_open e
+sess e "SET fencing.redis_port = $OTHER_PORT; SELECT fenced_acquire('r:setport', renew => true);"
+expect "a superuser's SET of another Redis server: renew => true is refused" "$S" "TF108"
+sess_close e
+expect "the database reset: renew => true is accepted and renewed" "$(renewed_across r:dbreset)" "t|t|t"
+
+# the renewer follows ALTER SYSTEM and a reload
+sql -c "ALTER SYSTEM SET fencing.redis_port = $OTHER_PORT" -c "SELECT pg_reload_conf()" >/dev/null
+expect "ALTER SYSTEM to the other Redis: renewed there" "$(renewed_across r:system)" "t|t|t"
+sql -c "ALTER SYSTEM RESET fencing.redis_port" -c "SELECT pg_reload_conf()" >/dev/null
 
 redis_start_pg "fencing.max_leases = 2" || exit 1
 sess_open f
