@@ -31,8 +31,18 @@
  * throws, within fencing.redis_release_timeout; the worker's settings are
  * those of the server's configuration files, whose fingerprint it
  * publishes at start and after each reload, so that renew => true is
- * refused in a session set to another Redis server.  A lock found lost is
- * no longer renewed; a failed round is tried again after a pause.
+ * refused in a session set to another Redis server.  The scripts go as
+ * EVALSHA, and again as EVAL where the server answers NOSCRIPT (its script
+ * cache emptied by a restart, a failover or SCRIPT FLUSH).  A lock found
+ * lost is no longer renewed.
+ *
+ * A failed round (Redis down, refusing, out of time) is tried again after
+ * a pause that starts at 100 ms and doubles with each failure in a row, up
+ * to 1 s or a third of the shortest ttl listed, whichever is less, so that
+ * an outage costs about one connection attempt a second rather than ten,
+ * and a 1 s lease still gets retries before it expires.  The first failure
+ * is a WARNING, then one every 10 s with the count of failed rounds, and
+ * the first round that succeeds again is a LOG line.
  *
  * IDENTIFICATION
  *	  src/lease_renewer.c
@@ -40,6 +50,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <limits.h>
 
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"
@@ -56,14 +68,19 @@
 #include "tcop/tcopprot.h"
 #include "utils/backend_status.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 PGDLLEXPORT void fencing_lease_renewer_main(Datum arg);
 
-/* Longest sleep with nothing to renew, and the pause after a failure. */
+/* Longest sleep with nothing to renew. */
 #define RENEWER_IDLE_MS		10000
+/* The pause after a first failed round, and the longest (see the header). */
 #define RENEWER_RETRY_MS	100
+#define RENEWER_RETRY_MAX_MS	1000
+/* How often an outage is reported again. */
+#define RENEWER_WARN_EVERY_MS	10000
 
 /* One lease to renew in this round. */
 typedef struct Renewal
@@ -73,6 +90,22 @@ typedef struct Renewal
 	int			ttl_ms;			/* this renewal's */
 	int			ncommands;		/* 1, or 2 with the counter's */
 } Renewal;
+
+/* Rounds failing in a row, as in a Redis outage. */
+typedef struct RenewerOutage
+{
+	int			nfailed;		/* rounds failed in a row; 0: none */
+	int			retry_ms;		/* the pause after the last one */
+	TimestampTz since;			/* the first one's start */
+	TimestampTz retry_at;		/* no round before */
+	TimestampTz warned;			/* the last WARNING */
+	int			nwarned;		/* rounds failed at that WARNING */
+} RenewerOutage;
+
+static RenewerOutage outage;
+
+static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
+static RedisScript counter_script = {"fencing counter extend script", FENCED_EXTEND_COUNTER_LUA, ""};
 
 /*
  * lease_renewer_register
@@ -159,15 +192,13 @@ static int
 renewer_add_commands(const LeaseSlot *copy, int ttl_ms, const char ***argv,
 					 int *argc, int n)
 {
-	static const char *extend_lua = FENCED_EXTEND_LUA;
-	static const char *counter_lua = FENCED_EXTEND_COUNTER_LUA;
 	const char **cmd;
 
 	if (copy->counter_expires)
 	{
 		cmd = palloc(sizeof(char *) * 5);
-		cmd[0] = "EVAL";
-		cmd[1] = counter_lua;
+		cmd[0] = "EVALSHA";
+		cmd[1] = counter_script.sha;
 		cmd[2] = "1";
 		cmd[3] = fenced_key(copy->token_template, copy->resource);
 		cmd[4] = psprintf("%lld",
@@ -176,8 +207,8 @@ renewer_add_commands(const LeaseSlot *copy, int ttl_ms, const char ***argv,
 		argc[n++] = 5;
 	}
 	cmd = palloc(sizeof(char *) * 6);
-	cmd[0] = "EVAL";
-	cmd[1] = extend_lua;
+	cmd[0] = "EVALSHA";
+	cmd[1] = extend_script.sha;
 	cmd[2] = "1";
 	cmd[3] = fenced_key(copy->lock_template, copy->resource);
 	cmd[4] = pstrdup(copy->owner);
@@ -194,7 +225,8 @@ renewer_record(const Renewal *r, RedisValue *reply, TimestampTz sent)
 	LeaseSlot  *slot = lease_shmem_slot(r->slot);
 
 	SpinLockAcquire(&slot->mutex);
-	if (slot->generation == r->generation)
+	/* not over what a fenced_extend since the round began wrote */
+	if (slot->generation == r->generation && slot->renewed <= sent)
 	{
 		if (reply->integer == 1)
 		{
@@ -205,6 +237,103 @@ renewer_record(const Renewal *r, RedisValue *reply, TimestampTz sent)
 			slot->renewing = false; /* lost: nothing left to renew */
 	}
 	SpinLockRelease(&slot->mutex);
+}
+
+/*
+ * renewer_resend_unknown_script
+ *		Send again, with EVAL and the script's text, the commands that the
+ *		server refused with NOSCRIPT; such a command ran nothing.  Their
+ *		replies replace the NOSCRIPT ones; a failure is left in *failure
+ *		unless one is there already.
+ */
+static void
+renewer_resend_unknown_script(int ncommands, const int *argc,
+							  const char ***argv, RedisValue **replies,
+							  char **failure)
+{
+	int		   *which = palloc(sizeof(int) * ncommands);
+	int		   *again_argc = palloc(sizeof(int) * ncommands);
+	const char ***again_argv = palloc(sizeof(char **) * ncommands);
+	RedisValue **again = palloc(sizeof(RedisValue *) * ncommands);
+	char	   *again_failure = NULL;
+	int			n = 0;
+	int			c;
+
+	for (c = 0; c < ncommands; c++)
+	{
+		if (replies[c] == NULL || replies[c]->type != REDIS_VALUE_ERROR ||
+			strncmp(replies[c]->str, "NOSCRIPT", 8) != 0)
+			continue;
+		argv[c][0] = "EVAL";
+		argv[c][1] = argv[c][1] == extend_script.sha ?
+			extend_script.text : counter_script.text;
+		which[n] = c;
+		again_argc[n] = argc[c];
+		again_argv[n] = argv[c];
+		n++;
+	}
+	if (n == 0)
+		return;
+	(void) redis_commands_noerror(n, again_argc, again_argv, again,
+								  &again_failure);
+	for (c = 0; c < n; c++)
+		replies[which[c]] = again[c];
+	if (*failure == NULL)
+		*failure = again_failure;
+}
+
+/*
+ * renewer_failed
+ *		A round failed: report it (see the header) and set when the next
+ *		may start, given the shortest ttl listed.
+ */
+static void
+renewer_failed(const char *failure, int min_ttl_ms, TimestampTz now)
+{
+	int			cap = Min(RENEWER_RETRY_MAX_MS, Max(min_ttl_ms / 3, 1));
+
+	if (outage.nfailed == 0)
+	{
+		outage.since = now;
+		outage.retry_ms = Min(RENEWER_RETRY_MS, cap);
+	}
+	else
+		outage.retry_ms = Min(outage.retry_ms * 2, cap);
+	outage.nfailed++;
+	outage.retry_at = TimestampTzPlusMilliseconds(now, outage.retry_ms);
+	if (outage.nfailed == 1)
+		ereport(WARNING,
+				(errmsg("could not renew Redis locks"),
+				 errdetail_internal("%s", failure),
+				 errhint("They are tried again, at least every second; a lock not renewed expires at the end of its ttl.")));
+	else if (TimestampDifferenceExceeds(outage.warned, now,
+										RENEWER_WARN_EVERY_MS))
+		ereport(WARNING,
+				(errmsg("could not renew Redis locks"),
+				 errdetail_internal("%d rounds of renewals failed in %ld ms, %d since the last report.  The last failure: %s",
+									outage.nfailed,
+									TimestampDifferenceMilliseconds(outage.since, now),
+									outage.nfailed - outage.nwarned,
+									failure),
+				 errhint("They are tried again, at least every second; a lock not renewed expires at the end of its ttl.")));
+	else
+		return;
+	outage.warned = now;
+	outage.nwarned = outage.nfailed;
+}
+
+/* A round succeeded: end an outage, saying so. */
+static void
+renewer_succeeded(TimestampTz now)
+{
+	if (outage.nfailed == 0)
+		return;
+	ereport(LOG,
+			(errmsg("renewing Redis locks again"),
+			 errdetail("%d rounds of renewals failed in a row, over %ld ms.",
+					   outage.nfailed,
+					   TimestampDifferenceMilliseconds(outage.since, now))));
+	memset(&outage, 0, sizeof(outage));
 }
 
 /*
@@ -228,9 +357,12 @@ renewer_round(void)
 	bool		snapshot = false;
 	int			ndue = 0;
 	int			ncommands = 0;
+	int			min_ttl_ms = INT_MAX;
 	int			i;
 	int			c;
 
+	if (outage.nfailed > 0 && now < outage.retry_at)
+		return TimestampDifferenceMilliseconds(now, outage.retry_at);
 	for (i = 0; i < nslots; i++)
 	{
 		LeaseSlot  *slot = lease_shmem_slot(i);
@@ -245,6 +377,7 @@ renewer_round(void)
 		SpinLockRelease(&slot->mutex);
 		if (!copy->in_use)
 			continue;
+		min_ttl_ms = Min(min_ttl_ms, copy->ttl_ms);
 		until = TimestampDifferenceMilliseconds(now,
 												TimestampTzPlusMilliseconds(copy->renewed,
 																			Max(copy->ttl_ms / 3, 1)));
@@ -285,6 +418,7 @@ renewer_round(void)
 
 	replies = palloc(sizeof(RedisValue *) * ncommands);
 	(void) redis_commands_noerror(ncommands, argc, argv, replies, &failure);
+	renewer_resend_unknown_script(ncommands, argc, argv, replies, &failure);
 	c = 0;
 	for (i = 0; i < ndue; i++)
 	{
@@ -296,19 +430,21 @@ renewer_round(void)
 			renewer_record(&due[i], reply, now);
 		else
 		{
-			if (failure == NULL && reply != NULL)
-				failure = reply->type == REDIS_VALUE_ERROR ?
+			if (failure == NULL)
+				failure = reply == NULL ?
+					pstrdup("The Redis server did not answer the extend script.") :
+					reply->type == REDIS_VALUE_ERROR ?
 					psprintf("The Redis server refused the extend script: %s", reply->str) :
 					pstrdup("The Redis server answered the extend script with something other than an integer.");
-			sleep_ms = Min(sleep_ms, RENEWER_RETRY_MS);
 		}
 	}
-	if (failure != NULL)
-		ereport(WARNING,
-				(errmsg("could not renew Redis locks"),
-				 errdetail_internal("%s", failure),
-				 errhint("They are tried again; a lock not renewed expires at the end of its ttl.")));
-	return sleep_ms;
+	if (failure == NULL)
+	{
+		renewer_succeeded(now);
+		return sleep_ms;
+	}
+	renewer_failed(failure, min_ttl_ms, now);
+	return Min(sleep_ms, outage.retry_ms);
 }
 
 /* The worker exits: backends stop waking it. */
@@ -339,6 +475,10 @@ fencing_lease_renewer_main(Datum arg)
 	before_shmem_exit(renewer_at_exit, (Datum) 0);
 	lease_shmem_set_renewer(MyLatch);
 	lease_shmem_set_renewer_settings(redis_settings_fingerprint());
+	/* the scripts' SHA1, with OpenSSL, needs a resource owner */
+	CurrentResourceOwner = ResourceOwnerCreate(NULL, "fencing lease renewer");
+	redis_script_prepare(&extend_script);
+	redis_script_prepare(&counter_script);
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "fencing renewals",
 									  ALLOCSET_DEFAULT_SIZES);
 	for (;;)

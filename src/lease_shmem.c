@@ -311,10 +311,15 @@ void
 lease_shmem_publish(LeaseListing *listing, const LeaseListed *lease)
 {
 	LeaseSlot  *slot;
+	Oid			roleid;
+	bool		counter_expires;
 	int			i;
 
 	if (shared == NULL)
 		return;
+	/* computed before the spinlock, under which nothing may call out */
+	roleid = GetSessionUserId();	/* as pg_stat_activity */
+	counter_expires = fenced_counter_expires();
 	if (listing->slot > 0)
 		i = listing->slot - 1;
 	else if (reserved >= 0)
@@ -330,11 +335,11 @@ lease_shmem_publish(LeaseListing *listing, const LeaseListed *lease)
 	slot->in_use = true;
 	slot->pid = MyProcPid;
 	slot->backend_start = MyStartTimestamp;
-	slot->roleid = GetSessionUserId(); /* as pg_stat_activity */
+	slot->roleid = roleid;
 	slot->dbid = MyDatabaseId;
 	slot->xact = lease->xact;
 	slot->renewing = lease->renew;
-	slot->counter_expires = fenced_counter_expires();
+	slot->counter_expires = counter_expires;
 	slot->token = lease->token;
 	slot->ttl_ms = lease->ttl_ms;
 	slot->acquired = lease->acquired;
@@ -402,7 +407,12 @@ lease_shmem_set_expires(const LeaseListing *listing, TimestampTz expires)
 	SpinLockRelease(&slot->mutex);
 }
 
-/* Bring *expires up to date with the lease's renewals. */
+/*
+ * Bring *expires up to date with the lease's renewals.  The slot has the
+ * latest expiry set -- by the acquisition, fenced_extend (which the
+ * renewer does not overwrite) or a renewal -- even where a renewal
+ * shortened it (the owner idle in a transaction): that is what Redis has.
+ */
 void
 lease_shmem_refresh(const LeaseListing *listing, TimestampTz *expires)
 {
@@ -412,7 +422,7 @@ lease_shmem_refresh(const LeaseListing *listing, TimestampTz *expires)
 		return;
 	SpinLockAcquire(&slot->mutex);
 	if (slot->generation == listing->generation)
-		*expires = Max(*expires, slot->expires);
+		*expires = slot->expires;
 	SpinLockRelease(&slot->mutex);
 }
 

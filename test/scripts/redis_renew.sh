@@ -13,6 +13,9 @@
 #    owner is not extended;
 #  - the renewer terminated (pg_terminate_backend) mid-lease is started
 #    again and the lease stays held;
+#  - Redis stopped for 5 s under a renewed lease: at most a few WARNINGs
+#    and about one connection attempt a second (the back-off), a LOG line
+#    and the lease renewed again once Redis is back;
 #  - fenced_lock_holders: a role without pg_read_all_stats sees its own
 #    rows and only that the others exist; pg_read_all_stats sees all; the
 #    doc/redis.md's query finding a holder idle in a transaction with a mark
@@ -193,6 +196,49 @@ expect_match "a new renewer runs" "$new" '^[0-9]+$'
 expect_no_match "under a new PID" "x$new" "x$old"
 expect "the lease stayed held throughout (renewal resumed)" "$(cat "$workdir/worker_cont.out")" "0"
 wait "$stmt"
+
+# ------------------------------------------------ Redis down
+
+# A renewed lease held while Redis is stopped for 5 s: the renewer backs
+# off (one WARNING as the failure starts, not one every 100 ms, and about
+# one round a second), and says when renewals succeed again.  The lock
+# key goes into an RDB file with an expiry past the outage, so that the
+# restarted Redis has it to renew.
+serverlog=$PGHOST/server.log
+renew_warnings() { grep -c 'WARNING:  could not renew Redis locks' "$serverlog"; }
+sql -c "SELECT fenced_acquire('r:outage', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(10)::text = '',
+	(SELECT renewing FROM fenced_lock_holders WHERE resource = 'r:outage')" >"$workdir/outage.out" 2>&1 &
+stmt=$!
+sleep 0.5
+rcli PEXPIRE "$(lock_key r:outage)" 60000 >/dev/null
+rcli SAVE >/dev/null
+before=$(renew_warnings)
+redis_stop
+sleep 5
+warnings=$(($(renew_warnings) - before))
+if [ "$warnings" -ge 1 ] && [ "$warnings" -le 3 ]; then
+	ok "Redis down for 5 s: $warnings 'could not renew' WARNING(s)"
+else
+	not_ok "Redis down for 5 s: $warnings 'could not renew' WARNING(s), expected 1 to 3"
+fi
+harness_redis_launch || exit 1
+sleep 2
+pttl=$(rcli PTTL "$(lock_key r:outage)")
+if [ "${pttl:-0}" -gt 0 ] && [ "${pttl:-0}" -le 3000 ]; then
+	ok "Redis back: the lease is renewed again (PTTL ${pttl} ms)"
+else
+	not_ok "Redis back: the lease is renewed again (PTTL ${pttl} ms)"
+fi
+expect_match "and the server log says so" "$(grep -A1 'LOG:  renewing Redis locks again' "$serverlog")" \
+	'DETAIL:  [0-9]+ rounds of renewals failed in a row'
+rounds=$(sed -n 's/.*DETAIL:  \([0-9]*\) rounds of renewals failed in a row.*/\1/p' "$serverlog" | tail -1)
+if [ -n "$rounds" ] && [ "$rounds" -le 15 ]; then
+	ok "about one connection attempt a second while down ($rounds failed rounds)"
+else
+	not_ok "about one connection attempt a second while down (${rounds:-no} failed rounds)"
+fi
+wait "$stmt"
+expect "the lease stayed renewed" "$(cat "$workdir/outage.out")" "t|t|t"
 
 # ------------------------------------------------ who sees what
 
