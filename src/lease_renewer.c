@@ -305,7 +305,7 @@ renewer_failed(const char *failure, int min_ttl_ms, TimestampTz now)
 		ereport(WARNING,
 				(errmsg("could not renew Redis locks"),
 				 errdetail_internal("%s", failure),
-				 errhint("They are tried again, at least every second; a lock not renewed expires at the end of its ttl.")));
+				 errhint("They are tried again, at least once a second; a lock not renewed expires at the end of its ttl.")));
 	else if (TimestampDifferenceExceeds(outage.warned, now,
 										RENEWER_WARN_EVERY_MS))
 		ereport(WARNING,
@@ -315,7 +315,7 @@ renewer_failed(const char *failure, int min_ttl_ms, TimestampTz now)
 									TimestampDifferenceMilliseconds(outage.since, now),
 									outage.nfailed - outage.nwarned,
 									failure),
-				 errhint("They are tried again, at least every second; a lock not renewed expires at the end of its ttl.")));
+				 errhint("They are tried again, at least once a second; a lock not renewed expires at the end of its ttl.")));
 	else
 		return;
 	outage.warned = now;
@@ -464,6 +464,7 @@ void
 fencing_lease_renewer_main(Datum arg)
 {
 	MemoryContext round_cxt;
+	ResourceOwner owner;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -475,10 +476,13 @@ fencing_lease_renewer_main(Datum arg)
 	before_shmem_exit(renewer_at_exit, (Datum) 0);
 	lease_shmem_set_renewer(MyLatch);
 	lease_shmem_set_renewer_settings(redis_settings_fingerprint());
-	/* the scripts' SHA1, with OpenSSL, needs a resource owner */
-	CurrentResourceOwner = ResourceOwnerCreate(NULL, "fencing lease renewer");
+	/* the scripts' SHA1, with OpenSSL, needs a resource owner for a while */
+	owner = ResourceOwnerCreate(NULL, "fencing lease renewer");
+	CurrentResourceOwner = owner;
 	redis_script_prepare(&extend_script);
 	redis_script_prepare(&counter_script);
+	CurrentResourceOwner = NULL;
+	ResourceOwnerDelete(owner);
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "fencing renewals",
 									  ALLOCSET_DEFAULT_SIZES);
 	for (;;)

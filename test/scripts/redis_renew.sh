@@ -15,7 +15,8 @@
 #    again and the lease stays held;
 #  - Redis stopped for 5 s under a renewed lease: at most a few WARNINGs
 #    and about one connection attempt a second (the back-off), a LOG line
-#    and the lease renewed again once Redis is back;
+#    and the lease renewed again once Redis is back; SCRIPT FLUSH under
+#    a renewed lease (EVALSHA answered NOSCRIPT: EVAL);
 #  - fenced_lock_holders: a role without pg_read_all_stats sees its own
 #    rows and only that the others exist; pg_read_all_stats sees all; the
 #    doc/redis.md's query finding a holder idle in a transaction with a mark
@@ -239,6 +240,14 @@ else
 fi
 wait "$stmt"
 expect "the lease stayed renewed" "$(cat "$workdir/outage.out")" "t|t|t"
+
+# renewals go as EVALSHA: the script cache emptied, they go again as EVAL
+renewed_across r:flush >"$workdir/flush.out" &
+stmt=$!
+sleep 1
+rcli SCRIPT FLUSH >/dev/null
+wait "$stmt"
+expect "SCRIPT FLUSH mid-lease: renewed throughout (NOSCRIPT, then EVAL)" "$(cat "$workdir/flush.out")" "t|t|t"
 
 # ------------------------------------------------ who sees what
 
