@@ -182,6 +182,17 @@ kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 expect "the release is published on <lock key>:released" "$(sed -n 4,6p "$SESS_DIR/chan.out" | paste -sd' ')" "message fencing:v1:{r:w:chan}:lock:released 1"
 
+# a lock key template without a {tag}: the channel is {<lock key>}:released,
+# in the lock key's hash slot (SPUBLISH would fail in another's)
+redis-cli -s "$REDIS_SOCKET" SUBSCRIBE '{lock:w:plain}:released' >"$SESS_DIR/chan.out" 2>&1 &
+spid=$!
+sleep 0.3
+sess a "SET fencing.redis_lock_key = 'lock:<resource>'; SET fencing.redis_token_key = 'fence:<resource>'; SELECT fenced_acquire('w:plain') IS NOT NULL, fenced_release('w:plain'); RESET fencing.redis_lock_key; RESET fencing.redis_token_key;"
+sleep 0.3
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+expect "without a {tag}, the release is published on {<lock key>}:released" "$(sed -n 4,6p "$SESS_DIR/chan.out" | paste -sd' ')" "message {lock:w:plain}:released 1"
+
 # an ACL user without channel rights (Redis 7 grants none by default)
 rcli ACL SETUSER nochan on '>nochan-pw' '~*' '+@all' resetchannels >/dev/null
 export PGOPTIONS="-c fencing.redis_username=nochan -c fencing.redis_password=nochan-pw"
