@@ -260,8 +260,12 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 														deadline);
 			if (remaining <= 0)
 				break;
-			if (fenced_wake_subscribe(&wake))
+			if (fenced_wake_subscribe(&wake, deadline))
 				continue;		/* a release before it went unheard */
+			remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+														deadline);
+			if (remaining <= 0)
+				break;			/* the subscription took the time left */
 			if (fenced_wake_sleep(&wake, pttl, remaining))
 				continue;
 			fenced_backoff(step, pttl, remaining);

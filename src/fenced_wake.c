@@ -5,24 +5,29 @@
  *	  waiter's subscription and sleep.
  *
  * The release script announces a lock it deleted on the resource's
- * channel, the lock key followed by ":released" (so in the hash slot of
- * the lock key's {tag}): SPUBLISH in Cluster mode, where a shard channel
- * stays within the slot's shard, PUBLISH otherwise.  A waiter subscribes
- * on a second connection (redis_subscribe.c) after its first attempt
- * found the lock busy, tries once more (a release before the subscription
- * was made would go unheard), and then sleeps until a notice, the lock's
- * PTTL, FENCED_WAKE_MAX_SLEEP or its deadline, whichever comes first, and
- * tries again.  The PTTL wake covers an expiry, which nobody announces,
- * and any notice missed; the longest sleep covers locks released by other
- * clients of a shared key layout, which announce nothing.
+ * channel, the lock key followed by ":released", the lock key in braces
+ * if it has no {tag} (so that the channel is in the lock key's hash
+ * slot): SPUBLISH in Cluster mode, where a shard channel stays within the
+ * slot's shard, PUBLISH otherwise.  A waiter subscribes on a second
+ * connection (redis_subscribe.c) after its first attempt found the lock
+ * busy, by the acquisition's deadline, tries once more (a release before
+ * the subscription was made would go unheard), and then sleeps until a
+ * notice, the lock's PTTL, FENCED_WAKE_MAX_SLEEP or its deadline,
+ * whichever comes first, and tries again.  The PTTL wake covers an
+ * expiry, which nobody announces, and any notice missed; the longest
+ * sleep covers locks released by other clients of a shared key layout,
+ * which announce nothing.
  *
  * A subscription that is refused (an ACL without the channel, a server
  * without SSUBSCRIBE) leaves the waiter polling, as
  * fencing.lock_wait_wakeup = 'poll' does; one that cannot be made or is
  * lost (a failover, a slot moved) is made again after
- * FENCED_WAKE_RETRY_MS, polling in between, and after the server of the
- * data connection changed.  The connection is closed once the acquisition
- * ends, taken or not, and on the way out of an error.
+ * FENCED_WAKE_RETRY_MS, then twice that, polling in between, and after
+ * the server of the data connection changed; after
+ * FENCED_WAKE_MAX_FAILURES such failures the acquisition polls to its
+ * end, rather than open connections to a server that takes none (each
+ * counts against its maxclients).  The connection is closed once the
+ * acquisition ends, taken or not, and on the way out of an error.
  *
  * IDENTIFICATION
  *	  src/fenced_wake.c
@@ -41,14 +46,39 @@
 /* The longest sleep on a busy lock between two attempts, in ms. */
 #define FENCED_WAKE_MAX_SLEEP		1000
 
-/* The pause before subscribing again, in ms. */
+/* The first pause before subscribing again, in ms; it doubles. */
 #define FENCED_WAKE_RETRY_MS		200
 
-/* The channel of the release notices of the lock at lock_key. */
+/* The subscriptions failed or lost after which an acquisition polls. */
+#define FENCED_WAKE_MAX_FAILURES	3
+
+/*
+ * The channel of the release notices of the lock at lock_key: in its hash
+ * slot, which is the slot of its {tag}, or of the whole key without one.
+ */
 static char *
 fenced_release_channel(const char *lock_key)
 {
-	return psprintf("%s:released", lock_key);
+	const char *open = strchr(lock_key, '{');
+	const char *close = open != NULL ? strchr(open, '}') : NULL;
+
+	if (close != NULL && close > open + 1)
+		return psprintf("%s:released", lock_key);
+	return psprintf("{%s}:released", lock_key);
+}
+
+/*
+ * A subscription that could not be made or was lost: the next one after a
+ * pause that doubles each time, or none in this acquisition.
+ */
+static void
+fenced_wake_failed(FencedWake *wake)
+{
+	if (++wake->failures >= FENCED_WAKE_MAX_FAILURES)
+		wake->refused = true;
+	else
+		wake->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 FENCED_WAKE_RETRY_MS << (wake->failures - 1));
 }
 
 /*
@@ -70,16 +100,17 @@ fenced_wake_start(FencedWake *wake, const char *lock_key)
 	wake->channel = fenced_release_channel(lock_key);
 	wake->refused = fencing_lock_wait_wakeup == FENCED_WAKEUP_POLL;
 	wake->retry_at = 0;
+	wake->failures = 0;
 }
 
 /*
  * fenced_wake_subscribe
  *		Subscribe to the lock's notices if not yet subscribed, and if a
- *		subscription may be tried now; true if it was just made, and the
- *		caller must try the lock again before it sleeps.
+ *		subscription may be tried now, by the deadline; true if it was
+ *		just made, and the caller must try the lock again before it sleeps.
  */
 bool
-fenced_wake_subscribe(FencedWake *wake)
+fenced_wake_subscribe(FencedWake *wake, TimestampTz deadline)
 {
 	TimestampTz now;
 
@@ -90,7 +121,7 @@ fenced_wake_subscribe(FencedWake *wake)
 	now = GetCurrentTimestamp();
 	if (now < wake->retry_at)
 		return false;
-	switch (redis_subscribe(wake->channel))
+	switch (redis_subscribe(wake->channel, deadline))
 	{
 		case REDIS_SUBSCRIBE_OK:
 			return true;
@@ -98,7 +129,7 @@ fenced_wake_subscribe(FencedWake *wake)
 			wake->refused = true;
 			break;
 		case REDIS_SUBSCRIBE_UNREACHABLE:
-			wake->retry_at = TimestampTzPlusMilliseconds(now, FENCED_WAKE_RETRY_MS);
+			fenced_wake_failed(wake);
 			break;
 	}
 	return false;
@@ -120,8 +151,7 @@ fenced_wake_sleep(FencedWake *wake, long long pttl, long remaining)
 	if (pttl >= 0)
 		timeout = Min(timeout, (long) pttl + 1);
 	if (redis_subscribe_wait(Max(timeout, 1)) == REDIS_WAKE_LOST)
-		wake->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													 FENCED_WAKE_RETRY_MS);
+		fenced_wake_failed(wake);
 	CHECK_FOR_INTERRUPTS();
 	return true;
 }

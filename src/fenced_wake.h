@@ -25,10 +25,11 @@ typedef struct FencedWake
 	const char *channel;
 	bool		refused;		/* the server refused the subscription */
 	TimestampTz retry_at;		/* no subscription before then */
+	int			failures;		/* subscriptions failed or lost */
 } FencedWake;
 
 extern void fenced_wake_start(FencedWake *wake, const char *lock_key);
-extern bool fenced_wake_subscribe(FencedWake *wake);
+extern bool fenced_wake_subscribe(FencedWake *wake, TimestampTz deadline);
 extern bool fenced_wake_sleep(FencedWake *wake, long long pttl,
 							  long remaining);
 extern void fenced_wake_end(void);

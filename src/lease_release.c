@@ -140,22 +140,27 @@ release_batch_add_lease(ReleaseBatch *batch, Lease *lease)
  *		Send again, with EVAL and the script's text, the releases that the
  *		server refused with NOSCRIPT (its script cache emptied by a restart,
  *		a failover or SCRIPT FLUSH); such a release ran nothing.  Their
- *		replies replace the NOSCRIPT ones; a failure is left in *failure.
+ *		replies replace the NOSCRIPT ones, whether or not the other
+ *		releases got theirs (a Cluster node that failed), and within what
+ *		is left of the first sending's budget: the whole takes at most
+ *		fencing.redis_release_timeout.  A failure is left in *failure if
+ *		there is none yet.
  */
 static void
 release_batch_resend_unknown_script(ReleaseBatch *batch, RedisValue **replies,
-									char **failure)
+									const RedisBudget *budget, char **failure)
 {
 	int		   *which = palloc(sizeof(int) * batch->n);
 	int		   *argc = palloc(sizeof(int) * batch->n);
 	const char ***argv = palloc(sizeof(char **) * batch->n);
 	RedisValue **again = palloc(sizeof(RedisValue *) * batch->n);
+	char	   *again_failure;
 	int			n = 0;
 	int			i;
 
 	for (i = 0; i < batch->n; i++)
 	{
-		if (replies[i]->type != REDIS_VALUE_ERROR ||
+		if (replies[i] == NULL || replies[i]->type != REDIS_VALUE_ERROR ||
 			strncmp(replies[i]->str, "NOSCRIPT", 8) != 0)
 			continue;
 		batch->argv[i][0] = "EVAL";
@@ -167,7 +172,9 @@ release_batch_resend_unknown_script(ReleaseBatch *batch, RedisValue **replies,
 	}
 	if (n == 0)
 		return;
-	(void) redis_commands_noerror(n, argc, argv, again, failure);
+	if (!redis_commands_noerror_within(budget, n, argc, argv, again,
+									   &again_failure) && *failure == NULL)
+		*failure = again_failure;
 	for (i = 0; i < n; i++)
 		replies[which[i]] = again[i];
 }
@@ -181,6 +188,7 @@ static void
 release_batch_send(ReleaseBatch *batch)
 {
 	MemoryContext old;
+	RedisBudget budget;
 	RedisValue **replies;
 	char	   *failure = NULL;
 	const char *first = NULL;
@@ -194,9 +202,10 @@ release_batch_send(ReleaseBatch *batch)
 	}
 	old = MemoryContextSwitchTo(release_cxt);
 	replies = palloc(sizeof(RedisValue *) * batch->n);
-	if (redis_commands_noerror(batch->n, batch->argc, batch->argv,
-							   replies, &failure))
-		release_batch_resend_unknown_script(batch, replies, &failure);
+	budget = redis_release_budget();
+	(void) redis_commands_noerror_within(&budget, batch->n, batch->argc,
+										 batch->argv, replies, &failure);
+	release_batch_resend_unknown_script(batch, replies, &budget, &failure);
 	for (i = 0; i < batch->n; i++)
 	{
 		if (replies[i] != NULL && replies[i]->type == REDIS_VALUE_INTEGER)

@@ -287,9 +287,32 @@ bool
 redis_commands_noerror(int ncommands, const int *argc, const char ***argv,
 					   RedisValue **replies, char **failure)
 {
-	RedisBudget outer = redis_budget_start(redis_release_timeout,
-										   "fencing.redis_release_timeout",
-										   false);
+	RedisBudget budget = redis_release_budget();
+
+	return redis_commands_noerror_within(&budget, ncommands, argc, argv,
+										 replies, failure);
+}
+
+/* The budget of a call that must not throw: fencing.redis_release_timeout. */
+RedisBudget
+redis_release_budget(void)
+{
+	return redis_budget_start(redis_release_timeout,
+							  "fencing.redis_release_timeout", false);
+}
+
+/*
+ * redis_commands_noerror_within
+ *		redis_commands_noerror within what is left of a budget of
+ *		redis_release_budget, for a caller that sends more than once in
+ *		the time of one call.
+ */
+bool
+redis_commands_noerror_within(const RedisBudget *budget, int ncommands,
+							  const int *argc, const char ***argv,
+							  RedisValue **replies, char **failure)
+{
+	RedisBudget outer = *budget;
 	RedisError	err = {0};
 	bool		ok = true;
 

@@ -48,6 +48,12 @@ extern RedisValue *redis_command_if_connected(int argc, const char **argv);
 extern bool redis_commands_noerror(int ncommands, const int *argc,
 								   const char ***argv, RedisValue **replies,
 								   char **failure);
+extern RedisBudget redis_release_budget(void);
+extern bool redis_commands_noerror_within(const RedisBudget *budget,
+										  int ncommands, const int *argc,
+										  const char ***argv,
+										  RedisValue **replies,
+										  char **failure);
 
 extern void redis_script_prepare(RedisScript *script);
 extern RedisValue *redis_eval(RedisScript *script, int nkeys,

@@ -50,15 +50,20 @@ redis_push_is(const RedisValue *v, const char *kind)
 /*
  * redis_subscribe
  *		Open the subscriber connection to the server of the last command
- *		and subscribe it to channel; what went wrong if it could not be
- *		done, with nothing left open.  Throws only for interrupts.
+ *		and subscribe it to channel, by the waiter's deadline (a server
+ *		slow to accept or to answer must not make the wait outlast it);
+ *		what went wrong if it could not be done, with nothing left open.
+ *		Throws only for interrupts.
  */
 RedisSubscribeFailure
-redis_subscribe(const char *channel)
+redis_subscribe(const char *channel, TimestampTz deadline)
 {
 	bool		sharded = redis_cluster_enabled();
 	const char *argv[2] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", channel};
-	RedisBudget outer = redis_budget_start(-1, NULL, true);
+	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+													   deadline);
+	RedisBudget outer = redis_budget_start(Max(left, 1), "the wait's deadline",
+										   true);
 	RedisBudget budget;
 	RedisError	err = {0};
 	RedisValue *reply;
@@ -145,6 +150,11 @@ redis_subscribe_await(TimestampTz end)
  *		Sleep until a message arrives on the subscription or timeout_ms
  *		have passed.  Any other push than a message, or a connection that
  *		fails, ends the subscription.
+ *
+ * The messages already there when the first is read are read too, all of
+ * them making one wake: the releases announced while the waiter was
+ * trying are behind it, and a waiter woken once for each would send as
+ * many commands as the lock has releases.
  */
 RedisSubscribeWake
 redis_subscribe_wait(long timeout_ms)
@@ -159,15 +169,16 @@ redis_subscribe_wait(long timeout_ms)
 		return REDIS_WAKE_TIMEOUT;
 	budget = redis_budget_start(redis_command_timeout,
 								"fencing.redis_command_timeout", true);
-	if (!redis_io_read(&subscriber.sock, &push, &budget, false, &err))
+	do
 	{
-		redis_subscribe_close();
-		return REDIS_WAKE_LOST;
-	}
-	if (redis_push_is(push, "message") || redis_push_is(push, "smessage"))
-		return REDIS_WAKE_MESSAGE;
-	redis_subscribe_close();
-	return REDIS_WAKE_LOST;
+		if (!redis_io_read(&subscriber.sock, &push, &budget, false, &err) ||
+			!(redis_push_is(push, "message") || redis_push_is(push, "smessage")))
+		{
+			redis_subscribe_close();
+			return REDIS_WAKE_LOST;
+		}
+	} while (redis_io_stale(&subscriber.sock));
+	return REDIS_WAKE_MESSAGE;
 }
 
 /* Close the subscriber connection, if open.  Safe in error cleanup. */

@@ -13,6 +13,7 @@
 #define REDIS_SUBSCRIBE_H
 
 #ifdef USE_HIREDIS
+#include "datatype/timestamp.h"
 
 /* How a wait on the subscriber connection ended. */
 typedef enum RedisSubscribeWake
@@ -30,7 +31,8 @@ typedef enum RedisSubscribeFailure
 	REDIS_SUBSCRIBE_REFUSED		/* the server said no (ACL, no such command) */
 } RedisSubscribeFailure;
 
-extern RedisSubscribeFailure redis_subscribe(const char *channel);
+extern RedisSubscribeFailure redis_subscribe(const char *channel,
+											 TimestampTz deadline);
 extern bool redis_subscribed(void);
 extern bool redis_subscribed_to_last_server(void);
 extern RedisSubscribeWake redis_subscribe_wait(long timeout_ms);

@@ -7,12 +7,16 @@
 #
 #   --sentinel ANSWER    answer SENTINEL get-master-addr-by-name with
 #                        "HOST:PORT", "huge" (*2147483647), or "garbage"
-#   --subscribe ANSWER   answer SUBSCRIBE with "ok" (default) or "huge"
+#   --subscribe ANSWER   answer SUBSCRIBE with "ok" (default), "huge",
+#                        "hang" (never) or "close" (hang up)
 #   --slots ANSWER       answer CLUSTER SLOTS with "self" (every slot here),
 #                        "HOST:PORT" (every slot there), or "huge"
 #   --eval ANSWER        answer the acquire script (EVAL/EVALSHA with two
-#                        keys) with "acquire" (a token) or an error line
-#                        such as "-MOVED 1 /tmp/x.sock:1"
+#                        keys) with "acquire" (a token), "busy" (held,
+#                        PTTL 30 s) or an error line such as
+#                        "-MOVED 1 /tmp/x.sock:1"
+#   --release-noscript S answer a release's EVALSHA with NOSCRIPT after S
+#                        seconds, and its EVAL never
 #   --delay-auth S, --delay-select S
 #                        seconds to wait before answering AUTH, SELECT
 #   --close-after-acquire
@@ -31,6 +35,7 @@ p.add_argument("--sentinel")
 p.add_argument("--subscribe", default="ok")
 p.add_argument("--slots")
 p.add_argument("--eval", default="acquire")
+p.add_argument("--release-noscript", type=float)
 p.add_argument("--delay-auth", type=float, default=0)
 p.add_argument("--delay-select", type=float, default=0)
 p.add_argument("--close-after-acquire", action="store_true")
@@ -94,6 +99,8 @@ def answer(args, port):
     if name == b"SUBSCRIBE":
         if opt.subscribe == "huge":
             return b"*2147483647\r\n"
+        if opt.subscribe in ("hang", "close"):
+            return None if opt.subscribe == "hang" else b""
         return b"".join(array([bulk("subscribe"), bulk(c), b":%d\r\n" % (i + 1)])
                         for i, c in enumerate(args[1:]))
     if name == b"CLUSTER":
@@ -105,7 +112,14 @@ def answer(args, port):
     if name in (b"EVAL", b"EVALSHA"):
         if args[2] != b"2":
             # a release or an extension
+            if opt.release_noscript is not None:
+                if name == b"EVAL":
+                    return None
+                time.sleep(opt.release_noscript)
+                return b"-NOSCRIPT No matching script.\r\n"
             return None if acquired.is_set() and opt.close_after_acquire else b":1\r\n"
+        if opt.eval == "busy":
+            return array([b":0\r\n", b":30000\r\n"])
         if opt.eval != "acquire":
             return opt.eval.encode() + b"\r\n"
         token = str(int(time.time() * 1e6))
@@ -128,6 +142,8 @@ def serve(conn, port):
             if reply is None:
                 while conn.recv(65536):
                     pass
+                break
+            if reply == b"":
                 break
             conn.sendall(reply)
             if args[0].upper() in (b"EVAL", b"EVALSHA") and args[2] == b"2" \

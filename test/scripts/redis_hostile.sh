@@ -12,8 +12,10 @@
 #              one is TF105 and nothing is sent to it;
 #   deadlines  a release after commit ends within
 #              fencing.redis_release_timeout, slow AUTH and SELECT
-#              included, in each mode; Sentinel discovery and ROLE share
-#              one deadline;
+#              included, in each mode, and its NOSCRIPT resend too;
+#              Sentinel discovery and ROLE share one deadline; a waiter's
+#              subscription ends by the waiter's deadline, and one that
+#              fails is tried 3 times per acquisition, not every 200 ms;
 #   codes      a Sentinel that does not speak RESP is TF105;
 #   sent       an attempt cancelled before its command was sent leaves no
 #              owner behind that may hold the lock.
@@ -197,6 +199,11 @@ fake_stop_all
 fake_start --slots self --delay-auth 1.9 --close-after-acquire
 release_bounded "Cluster mode" "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT';"
 fake_stop_all
+# the release meets NOSCRIPT after 1.5 s; its EVAL resend gets what is
+# left of the 2 s, not 2 s more (1.1: about 3.5 s)
+fake_start --release-noscript 1.5
+release_bounded "a NOSCRIPT resend" "SET fencing.redis_port = $FAKE_PORT;"
+fake_stop_all
 
 # Sentinel discovery, the connect to the primary, AUTH, SELECT and ROLE
 # share one deadline: the connect + command timeouts (1 s + 2 s), though
@@ -223,6 +230,25 @@ sess b "RESET statement_timeout; SELECT fenced_acquire('sent:1');"
 expect_match "the next attempt" "$S|$R" '^00000\|[1-9][0-9]*$'
 expect "its script gets no owner to take over (EVALSHA sha 2 keys + 5 arguments)" \
 	"$(grep '^EVALSHA' "$FAKE_LOG")" "EVALSHA 10"
+sess b "RESET ALL;"
+fake_stop_all
+
+# A waiter on a busy lock whose subscription is never answered returns
+# by its deadline, not after the command timeout (1 s); one whose
+# subscriptions fail at once tries 3 of them, not one every 200 ms.
+fake_start --eval busy --subscribe hang
+sess b "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('sub:1', wait => '200 ms') IS NULL;"
+expect "a waiter whose SUBSCRIBE hangs gets NULL" "$S|$R" "00000|t"
+check "within its wait (200 ms) + 300 ms ($T ms)" test "$T" -lt 500
+sess b "RESET ALL;"
+fake_stop_all
+fake_start --eval busy --subscribe close
+sess b "SET fencing.redis_port = $FAKE_PORT; SELECT fenced_acquire('sub:2', wait => '3s') IS NULL;"
+expect "a waiter whose SUBSCRIBE is hung up on gets NULL" "$S|$R" "00000|t"
+n=$(grep -c '^SUBSCRIBE' "$FAKE_LOG")
+check "3 s of wait subscribe at most 3 times ($n)" test "$n" -le 3
+n=$(grep -c '^EVALSHA' "$FAKE_LOG")
+check "and poll meanwhile ($n attempts)" test "$n" -gt 5
 sess b "RESET ALL;"
 fake_stop_all
 

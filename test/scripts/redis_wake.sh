@@ -18,8 +18,8 @@
 #
 # Also: over TLS; a Sentinel failover and a Cluster slot moved in the
 # middle of a wait (the waiter subscribes again where the lock now is); a
-# waiter sends at most a few commands per second while the lock is held
-# (INFO commandstats); its subscriber connection is gone after the wait,
+# waiter sends at most a few commands per second while the lock is held,
+# and notices that pile up wake it once (INFO commandstats); its subscriber connection is gone after the wait,
 # taken, timed out or cancelled (CLIENT LIST); an ACL user without
 # channel rights still releases, and waits by polling; 'poll' subscribes
 # to nothing.
@@ -138,6 +138,25 @@ echo "# a 3 s wait on a held lock sent $n commands ($(rcli INFO commandstats | g
 expect "a 3 s wait sends at most 10 commands (polling: about 25)" "$(( n <= 10 ))" 1
 expect "after the wait, no subscriber connection" "$(subscribers "$REDIS_PORT")" 0
 
+# notices that pile up while the waiter tries make one wake, not one
+# each: 500 published at once (the lock still held) cost a few attempts
+# (1.1 of this feature: one attempt per notice, about 500)
+psql -X -q -A -t -c "SELECT fenced_acquire('w:held', wait => '2s') IS NULL" >"$SESS_DIR/w.out" 2>&1 &
+wpid=$!
+for _ in $(seq 100); do
+	[ "$(subscribers "$REDIS_PORT")" = 1 ] && break
+	sleep 0.02
+done
+rcli CONFIG RESETSTAT >/dev/null
+for _ in $(seq 500); do
+	printf 'PUBLISH fencing:v1:{r:w:held}:lock:released 1\n'
+done | rcli --pipe >/dev/null
+wait "$wpid"
+expect "a waiter woken by a burst of notices returns NULL" "$(cat "$SESS_DIR/w.out")" t
+n=$(rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '$1 == "cmdstat_evalsha" {print $3}')
+echo "# 500 notices at once, then the rest of a 2 s wait: ${n:-0} attempts"
+expect "500 notices at once wake the waiter a few times, not 500 (at most 20)" "$(( ${n:-0} <= 20 ))" 1
+
 # cancelled in the middle of its wait: the subscriber goes with it
 psql -X -q -A -t -c "SET statement_timeout = '700ms'" \
 	-c "SELECT fenced_acquire('w:held', wait => '10s')" >"$SESS_DIR/w.out" 2>&1
@@ -162,6 +181,17 @@ sleep 0.3
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 expect "the release is published on <lock key>:released" "$(sed -n 4,6p "$SESS_DIR/chan.out" | paste -sd' ')" "message fencing:v1:{r:w:chan}:lock:released 1"
+
+# a lock key template without a {tag}: the channel is {<lock key>}:released,
+# in the lock key's hash slot (SPUBLISH would fail in another's)
+redis-cli -s "$REDIS_SOCKET" SUBSCRIBE '{lock:w:plain}:released' >"$SESS_DIR/chan.out" 2>&1 &
+spid=$!
+sleep 0.3
+sess a "SET fencing.redis_lock_key = 'lock:<resource>'; SET fencing.redis_token_key = 'fence:<resource>'; SELECT fenced_acquire('w:plain') IS NOT NULL, fenced_release('w:plain'); RESET fencing.redis_lock_key; RESET fencing.redis_token_key;"
+sleep 0.3
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+expect "without a {tag}, the release is published on {<lock key>}:released" "$(sed -n 4,6p "$SESS_DIR/chan.out" | paste -sd' ')" "message {lock:w:plain}:released 1"
 
 # an ACL user without channel rights (Redis 7 grants none by default)
 rcli ACL SETUSER nochan on '>nochan-pw' '~*' '+@all' resetchannels >/dev/null
