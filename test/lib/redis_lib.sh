@@ -36,6 +36,32 @@ start_replica() {
 	return 1
 }
 
+# Start a server on a free port of 127.0.0.1 that accepts connections and
+# reads them but never answers (a Redis that hangs), set SILENT_PORT, and
+# wait until it listens.  The harness stops it on exit.
+start_silent_server() {
+	SILENT_PORT=$(harness_free_port)
+	/usr/bin/python3 - "$SILENT_PORT" <<'PY' &
+import socket, sys, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(4096)
+def drain(c):
+    while c.recv(65536):
+        pass
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=drain, args=(c,), daemon=True).start()
+PY
+	HARNESS_PIDS+=("$!")
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$SILENT_PORT") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # redis-cli against the harness's server, over its Unix socket.
 REDIS_CLI_AUTH=()
 rcli() { redis-cli -s "$REDIS_SOCKET" "${REDIS_CLI_AUTH[@]}" "$@" 2>/dev/null; }

@@ -77,22 +77,7 @@ expect "the lock is gone" "$(rcli EXISTS 'fencing:v1:{r:late:1}:lock')" "0"
 # A listener that reads and never answers: every acquisition is sent and
 # times out, an unknown outcome.  The session keeps the owners of at most
 # 1,024 resources; those that expire soonest (here: the oldest) go first.
-SILENT_PORT=$(harness_free_port)
-/usr/bin/python3 - "$SILENT_PORT" <<'PY' &
-import socket, sys, threading
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(4096)
-def drain(c):
-    while c.recv(65536):
-        pass
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=drain, args=(c,), daemon=True).start()
-PY
-HARNESS_PIDS+=("$!")
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$SILENT_PORT") 2>/dev/null && break; sleep 0.05; done
+start_silent_server || exit 1
 sess a "SET fencing.redis_port = $SILENT_PORT; SET fencing.redis_command_timeout = '2ms';"
 a_mem
 mem0=$MEM

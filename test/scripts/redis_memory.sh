@@ -22,22 +22,7 @@ sess_open b
 
 # A listener that reads and never answers: every acquisition is sent and
 # times out, an unknown outcome.
-SILENT_PORT=$(harness_free_port)
-/usr/bin/python3 - "$SILENT_PORT" <<'PY' &
-import socket, sys, threading
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(4096)
-def drain(c):
-    while c.recv(65536):
-        pass
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=drain, args=(c,), daemon=True).start()
-PY
-HARNESS_PIDS+=("$!")
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$SILENT_PORT") 2>/dev/null && break; sleep 0.05; done
+start_silent_server || exit 1
 
 # Bytes in session a's contexts for the transaction's leases, into MEM.
 xact_mem() {
