@@ -172,26 +172,30 @@ expect "fencing.lock_wait_wakeup = poll: no subscriber connection" "$(subscriber
 wait "$wpid"
 sess a "SELECT fenced_release('w:held');"
 
+# published_on CHANNEL SQL: run SQL in session a while a redis-cli
+# subscribes to CHANNEL; prints the message it got ("message CHANNEL 1").
+published_on() {
+	local spid
+	redis-cli -s "$REDIS_SOCKET" SUBSCRIBE "$1" >"$SESS_DIR/chan.out" 2>&1 &
+	spid=$!
+	sleep 0.3
+	sess a "$2"
+	sleep 0.3
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	sed -n 4,6p "$SESS_DIR/chan.out" | paste -sd' '
+}
+
 # the release announces itself on the lock key's channel
-redis-cli -s "$REDIS_SOCKET" SUBSCRIBE 'fencing:v1:{r:w:chan}:lock:released' >"$SESS_DIR/chan.out" 2>&1 &
-spid=$!
-sleep 0.3
-sess a "SELECT fenced_acquire('w:chan') IS NOT NULL, fenced_release('w:chan');"
-sleep 0.3
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
-expect "the release is published on <lock key>:released" "$(sed -n 4,6p "$SESS_DIR/chan.out" | paste -sd' ')" "message fencing:v1:{r:w:chan}:lock:released 1"
+expect "the release is published on <lock key>:released" \
+	"$(published_on 'fencing:v1:{r:w:chan}:lock:released' "SELECT fenced_acquire('w:chan') IS NOT NULL, fenced_release('w:chan');")" \
+	"message fencing:v1:{r:w:chan}:lock:released 1"
 
 # a lock key template without a {tag}: the channel is {<lock key>}:released,
 # in the lock key's hash slot (SPUBLISH would fail in another's)
-redis-cli -s "$REDIS_SOCKET" SUBSCRIBE '{lock:w:plain}:released' >"$SESS_DIR/chan.out" 2>&1 &
-spid=$!
-sleep 0.3
-sess a "SET fencing.redis_lock_key = 'lock:<resource>'; SET fencing.redis_token_key = 'fence:<resource>'; SELECT fenced_acquire('w:plain') IS NOT NULL, fenced_release('w:plain'); RESET fencing.redis_lock_key; RESET fencing.redis_token_key;"
-sleep 0.3
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
-expect "without a {tag}, the release is published on {<lock key>}:released" "$(sed -n 4,6p "$SESS_DIR/chan.out" | paste -sd' ')" "message {lock:w:plain}:released 1"
+expect "without a {tag}, the release is published on {<lock key>}:released" \
+	"$(published_on '{lock:w:plain}:released' "SET fencing.redis_lock_key = 'lock:<resource>'; SET fencing.redis_token_key = 'fence:<resource>'; SELECT fenced_acquire('w:plain') IS NOT NULL, fenced_release('w:plain'); RESET fencing.redis_lock_key; RESET fencing.redis_token_key;")" \
+	"message {lock:w:plain}:released 1"
 
 # an ACL user without channel rights (Redis 7 grants none by default)
 rcli ACL SETUSER nochan on '>nochan-pw' '~*' '+@all' resetchannels >/dev/null
