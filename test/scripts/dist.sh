@@ -48,7 +48,7 @@ tar -tzf "$tarball" >"$workdir/contents"
 tops=$(cut -d/ -f1 "$workdir/contents" | sort -u)
 check "every file of the tarball is under $name/" test "$tops" = "$name"
 for f in LICENSE CHANGELOG.md META.json README.md Makefile fencing.control \
-	sql/fencing--1.0.sql sql/fencing--1.0--1.1.sql sql/fencing--1.1--1.2.sql src/fencing.c \
+	sql/fencing--1.0.sql sql/fencing--1.0--1.1.sql sql/fencing--1.1--1.2.sql sql/fencing--1.2--1.3.sql src/fencing.c \
 	$(cd "$FENCING_TOP" && echo doc/*.md); do
 	check "the tarball holds $f" grep -qxF "$name/$f" "$workdir/contents"
 done
