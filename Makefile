@@ -15,13 +15,14 @@ OBJS = \
 	src/attach.o \
 	src/attach_online.o \
 	src/attach_seed.o \
+	src/core/fence_token.o \
+	src/core/resource.o \
+	src/core/token_parse.o \
 	src/coverage.o \
 	src/ddl_guard.o \
 	src/ddl_partitions.o \
 	src/declared.o \
-	src/extension.o \
 	src/fence_guard.o \
-	src/fence_token.o \
 	src/fenced_settings.o \
 	src/fencing.o \
 	src/guard_config.o \
@@ -32,31 +33,31 @@ OBJS = \
 	src/marks_sql.o \
 	src/marks_table.o \
 	src/marks_write.o \
+	src/redis_budget.o \
 	src/redis_cluster.o \
 	src/redis_cluster_map.o \
 	src/redis_conn.o \
-	src/redis_budget.o \
 	src/redis_error.o \
 	src/redis_hostport.o \
 	src/redis_io.o \
 	src/redis_link.o \
-	src/redis_sentinel.o \
 	src/redis_secret_file.o \
+	src/redis_sentinel.o \
 	src/redis_settings.o \
 	src/redis_subscribe.o \
 	src/redis_tls.o \
 	src/redis_tls_config.o \
 	src/redis_value.o \
 	src/replica.o \
-	src/resource_map.o \
-	src/resource_name.o \
 	src/resource_template.o \
 	src/session_state.o \
 	src/stale_hint.o \
 	src/stats.o \
 	src/stats_redis.o \
-	src/stats_tables.o \
-	src/token_parse.o
+	src/stats_tables.o
+
+# Sources name the headers of other layers by folder: "marks/marks.h".
+PG_CPPFLAGS = -I$(srcdir)/src
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -107,8 +108,8 @@ include $(PGXS)
 
 # The fuzz target for the token parser (clang with libFuzzer).
 FUZZ_CC ?= clang
-test/fuzz/token_parse_fuzz: test/fuzz/token_parse_fuzz.c src/token_parse.c src/token_parse.h
-	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ test/fuzz/token_parse_fuzz.c src/token_parse.c
+test/fuzz/token_parse_fuzz: test/fuzz/token_parse_fuzz.c src/core/token_parse.c src/core/token_parse.h
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -o $@ test/fuzz/token_parse_fuzz.c src/core/token_parse.c
 
 .PHONY: fuzz
 fuzz: test/fuzz/token_parse_fuzz

@@ -28,10 +28,9 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "core/core.h"
 #include "declared.h"
 #include "funcapi.h"
-#include "resource_map.h"
-#include "resource_name.h"
 #include "session_state.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"

@@ -11,7 +11,7 @@
 #ifndef DECLARED_H
 #define DECLARED_H
 
-#include "fence_token.h"
+#include "core/core.h"
 
 extern void declared_at_xact_end(void);
 extern void declared_pre_prepare(void);

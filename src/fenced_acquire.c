@@ -21,8 +21,9 @@
 #include "postgres.h"
 
 #include "common/pg_prng.h"
+#include "core/core.h"
+#include "core/pg_compat.h"
 #include "declared.h"
-#include "fence_token.h"
 #include "fenced_acquire.h"
 #include "fenced_attempt.h"
 #include "fenced_settings.h"
@@ -32,7 +33,6 @@
 #include "lease_table.h"
 #include "marks.h"
 #include "miscadmin.h"
-#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_conn.h"
 #include "stats.h"

@@ -11,7 +11,7 @@
 #ifndef FENCED_ACQUIRE_H
 #define FENCED_ACQUIRE_H
 
-#include "fence_token.h"
+#include "core/core.h"
 
 extern bool fenced_acquire_lease(const char *resource, int ttl_ms,
 								 int wait_ms, bool xact, bool renew,

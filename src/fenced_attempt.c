@@ -35,7 +35,7 @@
 
 #include "access/xlog.h"
 #include "common/pg_prng.h"
-#include "fence_token.h"
+#include "core/core.h"
 #include "fenced_attempt.h"
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"

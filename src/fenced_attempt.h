@@ -11,7 +11,7 @@
 #ifndef FENCED_ATTEMPT_H
 #define FENCED_ATTEMPT_H
 
-#include "fence_token.h"
+#include "core/core.h"
 #include "lease_table.h"
 
 extern void fenced_make_owner(char *owner);

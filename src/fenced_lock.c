@@ -28,7 +28,7 @@
  */
 #include "postgres.h"
 
-#include "fence_token.h"
+#include "core/core.h"
 #include "fenced_acquire.h"
 #include "fenced_lock.h"
 #include "fenced_lock_scripts.h"

@@ -17,12 +17,12 @@
  */
 #include "postgres.h"
 
+#include "core/pg_compat.h"
 #include "fenced_lock.h"
 #include "fenced_settings.h"
 #include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "pg_compat.h"
 #include "session_state.h"
 
 PG_FUNCTION_INFO_V1(fenced_acquire);

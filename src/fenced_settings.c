@@ -17,11 +17,11 @@
 #include <limits.h>
 
 #include "common/int.h"
+#include "core/core.h"
 #include "datatype/timestamp.h"
 #include "fenced_settings.h"
 #include "fencing_errcodes.h"
 #include "lib/stringinfo.h"
-#include "resource_name.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"

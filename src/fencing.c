@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "core/pg_compat.h"
 #include "declared.h"
 #include "executor/executor.h"
 #include "fenced_lock.h"
@@ -21,7 +22,6 @@
 #include "fmgr.h"
 #include "guard_config.h"
 #include "marks.h"
-#include "pg_compat.h"
 #include "redis_settings.h"
 #include "session_state.h"
 #include "stats.h"

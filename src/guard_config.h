@@ -12,9 +12,9 @@
 #define GUARD_CONFIG_H
 
 #include "commands/trigger.h"
+#include "core/pg_compat.h"
 #include "fmgr.h"
 #include "resource_template.h"
-#include "pg_compat.h"
 #include "utils/rel.h"
 
 /* A trigger's parsed arguments, kept per trigger until DDL invalidates. */

@@ -53,12 +53,12 @@
 
 #include <limits.h>
 
+#include "core/pg_compat.h"
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"
 #include "lease_renewer.h"
 #include "lease_shmem.h"
 #include "miscadmin.h"
-#include "pg_compat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "redis_conn.h"

@@ -12,9 +12,8 @@
 #ifndef LEASE_SHMEM_H
 #define LEASE_SHMEM_H
 
+#include "core/core.h"
 #include "datatype/timestamp.h"
-#include "fence_token.h"
-#include "resource_name.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
 

@@ -12,11 +12,10 @@
 #ifndef LEASE_TABLE_H
 #define LEASE_TABLE_H
 
+#include "core/core.h"
 #include "datatype/timestamp.h"
-#include "fence_token.h"
 #include "lease_shmem.h"
 #include "nodes/pg_list.h"
-#include "resource_map.h"
 
 /* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>", at most 73 bytes. */
 #define FENCED_OWNER_LEN			LEASE_SHMEM_OWNER_LEN

@@ -21,7 +21,7 @@
 
 #include "catalog/pg_authid.h"
 #include "commands/dbcommands.h"
-#include "fence_token.h"
+#include "core/core.h"
 #include "funcapi.h"
 #include "lease_shmem.h"
 #include "lease_table.h"

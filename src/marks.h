@@ -11,8 +11,8 @@
 #ifndef MARKS_H
 #define MARKS_H
 
-#include "fence_token.h"
-#include "pg_compat.h"
+#include "core/core.h"
+#include "core/pg_compat.h"
 #include "utils/timestamp.h"
 
 /* What a raise of a mark to an acquisition's token did. */

@@ -11,7 +11,7 @@
 #ifndef MARKS_CACHE_H
 #define MARKS_CACHE_H
 
-#include "fence_token.h"
+#include "core/core.h"
 #include "storage/itemptr.h"
 
 /*

@@ -11,10 +11,10 @@
  */
 #include "postgres.h"
 
+#include "core/core.h"
 #include "fmgr.h"
 #include "marks.h"
 #include "miscadmin.h"
-#include "resource_name.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(fence_mark);

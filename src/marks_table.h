@@ -14,8 +14,8 @@
 #define MARKS_TABLE_H
 
 #include "access/tableam.h"
-#include "fence_token.h"
-#include "pg_compat.h"
+#include "core/core.h"
+#include "core/pg_compat.h"
 #include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "utils/rel.h"

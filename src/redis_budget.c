@@ -14,8 +14,8 @@
 
 #include <limits.h>
 
+#include "core/pg_compat.h"
 #include "miscadmin.h"
-#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_budget.h"
 #include "storage/latch.h"

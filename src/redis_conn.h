@@ -16,7 +16,7 @@
 #ifndef REDIS_CONN_H
 #define REDIS_CONN_H
 
-#include "pg_compat.h"
+#include "core/pg_compat.h"
 #include "redis_io.h"
 
 /* A Lua script; sha is filled in on first use. */

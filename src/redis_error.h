@@ -15,7 +15,7 @@
 #ifndef REDIS_ERROR_H
 #define REDIS_ERROR_H
 
-#include "pg_compat.h"
+#include "core/pg_compat.h"
 
 /*
  * A failed call, for ereport (redis_error_raise) or, where nothing may be

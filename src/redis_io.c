@@ -55,9 +55,9 @@
 #include "hiredis_compat.h"
 #endif
 
+#include "core/pg_compat.h"
 #include "fencing_errcodes.h"
 #include "miscadmin.h"
-#include "pg_compat.h"
 #include "pgstat.h"
 #include "redis_hostport.h"
 #include "redis_io.h"

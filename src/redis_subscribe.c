@@ -26,8 +26,8 @@
  */
 #include "postgres.h"
 
+#include "core/pg_compat.h"
 #include "miscadmin.h"
-#include "pg_compat.h"
 #include "redis_conn.h"
 #include "redis_link.h"
 #include "redis_settings.h"

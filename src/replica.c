@@ -36,8 +36,7 @@
 
 #include "access/htup_details.h"
 #include "commands/trigger.h"
-#include "extension.h"
-#include "fence_token.h"
+#include "core/core.h"
 #include "marks.h"
 #include "replica.h"
 #include "replication/logicalworker.h"

@@ -11,7 +11,7 @@
 #ifndef REPLICA_H
 #define REPLICA_H
 
-#include "fence_token.h"
+#include "core/core.h"
 
 extern bool replica_applying(void);
 extern void replica_raise(Oid extnsp, const char *resource, FenceToken token);

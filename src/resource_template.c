@@ -28,8 +28,8 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "core/core.h"
 #include "fencing_errcodes.h"
-#include "resource_name.h"
 #include "resource_template.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"

@@ -14,9 +14,9 @@
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
+#include "core/pg_compat.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
-#include "pg_compat.h"
 #include "utils/relcache.h"
 
 /* One piece of a resource template: literal text, or a column's value. */

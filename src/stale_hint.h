@@ -11,7 +11,7 @@
 #ifndef FENCING_STALE_HINT_H
 #define FENCING_STALE_HINT_H
 
-#include "fence_token.h"
+#include "core/core.h"
 
 /* Fewer decimal digits than the mark's by at least this many: another source. */
 #define STALE_HINT_MIN_DIGITS	6

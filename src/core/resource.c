@@ -1,21 +1,27 @@
 /*-------------------------------------------------------------------------
  *
- * resource_map.c
- *	  Hash tables keyed by resource name, of any length.
+ * resource.c
+ *	  Resource names: the one limit on them, and hash tables keyed by
+ *	  them, of any length.
  *
- * The dynahash key is a pointer to the name; hashing and matching look
+ * Maps.  The dynahash key is a pointer to the name; hashing and matching look
  * through it.  What is entered is a copy of the caller's string in the
  * map's own memory context, freed with the entry.
  *
+ * The limit.  Every function that takes a resource name, and the guard for the names
+ * its template builds, refuses a name over FENCING_RESOURCE_MAX_BYTES
+ * before it writes or sends anything.  fence_mark and fence_forget do not:
+ * marks written by 1.0, which had no limit, stay readable and forgettable.
+ *
  * IDENTIFICATION
- *	  src/resource_map.c
+ *	  src/core/resource.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "common/hashfn.h"
-#include "resource_map.h"
+#include "core/core.h"
 
 struct ResourceMap
 {
@@ -176,4 +182,21 @@ void *
 resource_map_next(ResourceMapIterator *iter)
 {
 	return hash_seq_search(&iter->status);
+}
+
+
+/*
+ * resource_name_check
+ *		Refuse a name over the limit.
+ */
+void
+resource_name_check(const char *name, size_t len)
+{
+	if (len > FENCING_RESOURCE_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("resource name is too long"),
+				 errdetail("The name is %zu bytes long; the limit is %d bytes.",
+						   len, FENCING_RESOURCE_MAX_BYTES),
+				 errhint("Name the resource by a shorter key, such as a hash of the long one.")));
 }

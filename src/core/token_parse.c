@@ -22,7 +22,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "token_parse.h"
+#include "core/token_parse.h"
 
 #include <stdbool.h>
 

@@ -1,26 +1,45 @@
 /*-------------------------------------------------------------------------
  *
  * fence_token.c
- *	  I/O and conversions of the fence_token type.
+ *	  I/O and conversions of the fence_token type, and the one lookup of
+ *	  the extension's own objects: its schema, its tables, its functions
+ *	  and that type.
  *
  * A fence token is stored exactly as a bigint whose value is never
  * negative.  Comparison, hashing and sort support are therefore bound to
  * the backend's int8 functions in the install script; only the functions
  * that must enforce the range live here.
  *
+ * The extension is not relocatable, but its schema is chosen at CREATE
+ * EXTENSION, and objects of the same names may exist in other schemas of
+ * the search path.  Its objects are therefore always found in its own
+ * schema, by name: that of the function being called, when there is one
+ * (the schema of a trigger function or of fence_attach() is the
+ * extension's), else the one pg_extension records.
+ *
  * IDENTIFICATION
- *	  src/fence_token.c
+ *	  src/core/fence_token.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
-#include "fence_token.h"
+#include "commands/extension.h"
+#include "core/core.h"
+#include "core/pg_compat.h"
+#include "core/token_parse.h"
 #include "libpq/pqformat.h"
-#include "pg_compat.h"
-#include "token_parse.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/syscache.h"
 
@@ -235,4 +254,85 @@ Datum
 fence_token_to_numeric(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_NUMERIC(int64_to_numeric(PG_GETARG_FENCE_TOKEN(0)));
+}
+
+
+/*
+ * extension_schema
+ *		The schema of the installed extension.  PostgreSQL 15 keeps its own
+ *		get_extension_schema() private; this is the same catalog lookup.
+ */
+Oid
+extension_schema(void)
+{
+	Oid			extoid = get_extension_oid("fencing", false);
+	Relation	rel;
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			nsp = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&skey, Anum_pg_extension_oid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &skey);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(nsp))
+		elog(ERROR, "cache lookup failed for extension %u", extoid);
+	return nsp;
+}
+
+/*
+ * extension_schema_of_call
+ *		The schema of the extension's objects, as that of the function
+ *		being called: a syscache lookup, cheaper than extension_schema().
+ */
+Oid
+extension_schema_of_call(FunctionCallInfo fcinfo)
+{
+	return get_func_namespace(fcinfo->flinfo->fn_oid);
+}
+
+/*
+ * extension_table
+ *		The OID of the extension's table name in schema extnsp.
+ */
+Oid
+extension_table(Oid extnsp, const char *name)
+{
+	Oid			relid = get_relname_relid(name, extnsp);
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table %s not found in schema %u", name, extnsp);
+	return relid;
+}
+
+/*
+ * extension_func
+ *		The OID of the extension's function name(argtypes) in schema extnsp.
+ */
+Oid
+extension_func(Oid extnsp, const char *name, int nargs, Oid *argtypes)
+{
+	return LookupFuncName(list_make2(makeString(get_namespace_name(extnsp)),
+									 makeString(pstrdup(name))),
+						  nargs, argtypes, false);
+}
+
+/*
+ * extension_advance_func
+ *		The OID of fence_advance(text, fence_token) in schema extnsp.
+ */
+Oid
+extension_advance_func(Oid extnsp)
+{
+	Oid			argtypes[2];
+
+	argtypes[0] = TEXTOID;
+	argtypes[1] = fence_token_type(extnsp);
+	return extension_func(extnsp, "fence_advance", 2, argtypes);
 }
