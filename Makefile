@@ -26,13 +26,11 @@ OBJS = \
 	src/fenced_settings.o \
 	src/fencing.o \
 	src/guard_config.o \
-	src/marks.o \
-	src/marks_cache.o \
-	src/marks_hint.o \
-	src/marks_read.o \
-	src/marks_sql.o \
-	src/marks_table.o \
-	src/marks_write.o \
+	src/marks/marks.o \
+	src/marks/marks_cache.o \
+	src/marks/marks_sql.o \
+	src/marks/marks_table.o \
+	src/marks/marks_write.o \
 	src/redis_budget.o \
 	src/redis_cluster.o \
 	src/redis_cluster_map.o \
@@ -48,13 +46,11 @@ OBJS = \
 	src/redis_tls.o \
 	src/redis_tls_config.o \
 	src/redis_value.o \
-	src/replica.o \
 	src/resource_template.o \
 	src/session_state.o \
-	src/stale_hint.o \
-	src/stats.o \
-	src/stats_redis.o \
-	src/stats_tables.o
+	src/stats/stats.o \
+	src/stats/stats_redis.o \
+	src/stats/stats_tables.o
 
 # Sources name the headers of other layers by folder: "marks/marks.h".
 PG_CPPFLAGS = -I$(srcdir)/src

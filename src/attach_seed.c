@@ -41,7 +41,7 @@
 #include "executor/tuptable.h"
 #include "fencing_errcodes.h"
 #include "guard_config.h"
-#include "marks.h"
+#include "marks/marks.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"

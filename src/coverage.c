@@ -37,7 +37,7 @@
 #include "core/pg_compat.h"
 #include "executor/spi.h"
 #include "funcapi.h"
-#include "marks.h"
+#include "marks/marks.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
 #include "resource_template.h"

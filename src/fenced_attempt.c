@@ -40,10 +40,10 @@
 #include "fenced_lock_scripts.h"
 #include "fenced_settings.h"
 #include "fencing_errcodes.h"
-#include "marks.h"
+#include "marks/marks.h"
 #include "miscadmin.h"
 #include "redis_conn.h"
-#include "stats.h"
+#include "stats/stats.h"
 
 /*
  * How far past the high-water mark a counter that went backwards is set,

@@ -26,7 +26,7 @@
 #include "redis_cluster.h"
 #include "redis_cluster_map.h"
 #include "redis_settings.h"
-#include "stats.h"
+#include "stats/stats.h"
 
 #ifdef USE_HIREDIS
 

@@ -41,7 +41,7 @@
 #include "redis_conn.h"
 #include "redis_sentinel.h"
 #include "redis_settings.h"
-#include "stats.h"
+#include "stats/stats.h"
 #include "storage/ipc.h"
 
 #ifdef USE_HIREDIS

@@ -29,7 +29,7 @@
 #include "fencing_errcodes.h"
 #include "redis_link.h"
 #include "redis_settings.h"
-#include "stats.h"
+#include "stats/stats.h"
 
 #ifdef USE_HIREDIS
 

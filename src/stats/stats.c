@@ -27,8 +27,14 @@
  * The time of a table's last rejection is kept as the latest of those
  * added, with a compare-and-swap; it costs an accepted row nothing.
  *
+ * An entry whose table is gone (DROP TABLE, a partition dropped with its
+ * root), or whose database is gone, would hold its room in the shared
+ * table until a reset.  Reading fence_stat_tables or fence_stat_info
+ * forgets them: those of this database's tables that its catalogs no
+ * longer have, and those of databases that no longer exist.
+ *
  * IDENTIFICATION
- *	  src/stats.c
+ *	  src/stats/stats.c
  *
  *-------------------------------------------------------------------------
  */
@@ -39,7 +45,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "stats.h"
+#include "stats/stats.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -47,6 +53,7 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #define STATS_LOCK_TRANCHE "fencing stats"
@@ -447,7 +454,7 @@ stats_read(bool all_databases, int *nrows)
  *		Drop the entries of the tables of rows whose dead[] is set: from
  *		shared memory, or this backend's.
  */
-void
+static void
 stats_forget(const StatsRow *rows, const bool *dead, int nrows)
 {
 	int			i;
@@ -475,6 +482,42 @@ stats_forget(const StatsRow *rows, const bool *dead, int nrows)
 			hash_search(local_hash, &rows[i].relid, HASH_REMOVE, NULL);
 		}
 	}
+}
+
+/* Whether the entry of row is of a table or database that is gone. */
+bool
+stats_row_dropped(const StatsRow *row)
+{
+	if (!OidIsValid(row->relid))
+		return false;			/* the overflow entry */
+	if (row->dbid == MyDatabaseId)
+		return !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(row->relid));
+	return !SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(row->dbid));
+}
+
+/*
+ * stats_forget_dropped
+ *		Forget the counters of tables and databases dropped since they
+ *		were counted.
+ */
+void
+stats_forget_dropped(void)
+{
+	int			nrows;
+	StatsRow   *rows = stats_read(true, &nrows);
+	bool	   *dead = palloc0(sizeof(bool) * Max(nrows, 1));
+	bool		any = false;
+	int			i;
+
+	for (i = 0; i < nrows; i++)
+	{
+		dead[i] = stats_row_dropped(&rows[i]);
+		any |= dead[i];
+	}
+	if (any)
+		stats_forget(rows, dead, nrows);
+	pfree(dead);
+	pfree(rows);
 }
 
 /*

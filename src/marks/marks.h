@@ -1,15 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * marks.h
- *	  High-water marks: the highest token accepted per resource.
+ *	  The public face of the marks layer: high-water marks, the highest
+ *	  token accepted per resource; the hint of a TF001 rejection whose
+ *	  token is far below the mark; marks on a logical-replication
+ *	  subscriber.  The marks layer uses core (and stats' counters) only.
  *
  * IDENTIFICATION
- *	  src/marks.h
+ *	  src/marks/marks.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef MARKS_H
-#define MARKS_H
+#ifndef FENCING_MARKS_MARKS_H
+#define FENCING_MARKS_MARKS_H
 
 #include "core/core.h"
 #include "core/pg_compat.h"
@@ -38,4 +41,12 @@ extern bool marks_read_newest(const char *resource, FenceToken *mark);
 extern FenceToken marks_advance(const char *resource, FenceToken token);
 extern bool marks_forget(const char *resource);
 
-#endif							/* MARKS_H */
+/* Fewer decimal digits than the mark's by at least this many: another source. */
+#define STALE_HINT_MIN_DIGITS	6
+
+extern int	stale_hint_token_sources(FenceToken token, FenceToken mark);
+
+extern bool replica_applying(void);
+extern void replica_raise(Oid extnsp, const char *resource, FenceToken token);
+
+#endif							/* FENCING_MARKS_MARKS_H */

@@ -5,7 +5,7 @@
  *	  what the Redis functions did.
  *
  * IDENTIFICATION
- *	  src/stats.h
+ *	  src/stats/stats.h
  *
  *-------------------------------------------------------------------------
  */
@@ -62,7 +62,7 @@ extern void stats_redis_acquired(TimestampTz started);
 
 /* Between stats.c, stats_tables.c and stats_redis.c */
 extern StatsRow *stats_read(bool all_databases, int *nrows);
-extern void stats_forget(const StatsRow *rows, const bool *dead, int nrows);
+extern bool stats_row_dropped(const StatsRow *row);
 extern void stats_forget_dropped(void);
 extern Size stats_redis_shmem_size(void);
 extern void stats_redis_shmem_startup(void);

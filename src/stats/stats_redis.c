@@ -21,7 +21,7 @@
  * not counted.
  *
  * IDENTIFICATION
- *	  src/stats_redis.c
+ *	  src/stats/stats_redis.c
  *
  *-------------------------------------------------------------------------
  */
@@ -34,7 +34,7 @@
 #include "funcapi.h"
 #include "port/atomics.h"
 #include "port/pg_bitutils.h"
-#include "stats.h"
+#include "stats/stats.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 

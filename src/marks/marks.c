@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * marks.c
- *	  High-water marks: the highest token accepted per resource.
+ *	  High-water marks: the highest token accepted per resource, checked
+ *	  and raised, and the report of a stale token (TF001).
  *
  * The marks live in the extension's table fence_high_water, one row per
  * resource (marks_table.c finds and reads it, marks_write.c writes it).
@@ -32,7 +33,7 @@
  * answers them without a lookup; it also remembers the live version of
  * each mark held, per subtransaction level, from which a raise goes
  * without a lookup.  A first write in a transaction tries the address the
- * shared hint table (marks_hint.c) last recorded.  Such an address is
+ * shared hint table (marks_cache.c) last recorded.  Such an address is
  * taken only after marks_fetch has checked that it still holds the mark's
  * newest version, as the index would find it; else the mark is looked up.
  *
@@ -44,8 +45,17 @@
  * refresh one microsecond less, which is how strict mode tells a mark
  * this transaction raised from one it only refreshed.
  *
+ * The hint of a stale token.  A holder that lost its lock offers a token a little below the mark: the
+ * next holder's.  A token orders of magnitude below it is another story:
+ * the resource takes tokens from two sources that do not know of each
+ * other.  fenced_acquire() issues tokens near the Redis clock in
+ * microseconds (about 1.8 * 10^15), while a worker that INCRs a counter
+ * key of its own counts from 1, and is fenced out for good once the first
+ * fenced_acquire() token was written.  Such a rejection says so, and how
+ * to share one counter.
+ *
  * IDENTIFICATION
- *	  src/marks.c
+ *	  src/marks/marks.c
  *
  *-------------------------------------------------------------------------
  */
@@ -53,13 +63,10 @@
 
 #include "access/xact.h"
 #include "fencing_errcodes.h"
-#include "marks.h"
-#include "marks_cache.h"
-#include "marks_hint.h"
-#include "marks_table.h"
+#include "marks/marks.h"
+#include "marks/marks_int.h"
 #include "miscadmin.h"
-#include "stale_hint.h"
-#include "stats.h"
+#include "stats/stats.h"
 #include "utils/timestamp.h"
 
 /*
@@ -511,4 +518,38 @@ marks_forget(const char *resource)
 
 	checked_forget(resource);
 	return found;
+}
+
+
+/* The number of decimal digits of token. */
+static int
+stale_hint_digits(FenceToken token)
+{
+	int			digits = 1;
+
+	while (token >= 10)
+	{
+		token /= 10;
+		digits++;
+	}
+	return digits;
+}
+
+/*
+ * stale_hint_token_sources
+ *		In an ereport() rejecting token as stale against mark, after its
+ *		errhint(): replace the hint when token is STALE_HINT_MIN_DIGITS or
+ *		more decimal digits shorter than the mark.  Returns 0, as errhint()
+ *		does.
+ */
+int
+stale_hint_token_sources(FenceToken token, FenceToken mark)
+{
+	int			orders = stale_hint_digits(mark) - stale_hint_digits(token);
+
+	if (orders < STALE_HINT_MIN_DIGITS)
+		return 0;
+	return errhint("Token and mark are %d orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. "
+				   "Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\").",
+				   orders);
 }

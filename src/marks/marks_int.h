@@ -1,17 +1,19 @@
 /*-------------------------------------------------------------------------
  *
- * marks_table.h
- *	  The marks table, fence_high_water: finding it and checking its shape
- *	  (marks_table.c), reading (marks_read.c) and writing (marks_write.c)
- *	  its rows on the heap and the index.
+ * marks_int.h
+ *	  Inside the marks layer, for its files only: the marks table,
+ *	  fence_high_water, found, checked and read (marks_table.c) and
+ *	  written (marks_write.c) on the heap and the index; the marks this
+ *	  transaction holds, per subtransaction level, and where each mark's
+ *	  live version was last seen (marks_cache.c).
  *
  * IDENTIFICATION
- *	  src/marks_table.h
+ *	  src/marks/marks_int.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef MARKS_TABLE_H
-#define MARKS_TABLE_H
+#ifndef FENCING_MARKS_MARKS_INT_H
+#define FENCING_MARKS_MARKS_INT_H
 
 #include "access/tableam.h"
 #include "core/core.h"
@@ -101,4 +103,30 @@ extern TM_Result marks_lock(MarksRel *m, HeapTuple tuple);
 extern TM_Result marks_delete(MarksRel *m, HeapTuple tuple);
 extern void marks_before_retry(MarksRel *m, TM_Result result);
 
-#endif							/* MARKS_TABLE_H */
+/*
+ * What this transaction holds of one mark, as of one subtransaction
+ * level: a rollback of that level returns to the level below it.
+ */
+typedef struct CheckedLevel
+{
+	SubTransactionId subid;		/* subtransaction that took the lock */
+	bool		written;		/* the mark set by us, not found at token */
+	FenceToken	token;			/* the mark, locked by this transaction */
+	ItemPointerData version;	/* the mark's live version, created or
+								 * locked by us; invalid if unknown */
+} CheckedLevel;
+
+extern void marks_cache_init(void);
+extern void marks_cache_at_xact_end(void);
+extern uint32 checked_hash(const char *resource);
+extern CheckedLevel *checked_held(const char *resource, uint32 hash);
+extern void checked_remember(const char *resource, uint32 hash,
+							 FenceToken token, bool written,
+							 ItemPointer version);
+extern void checked_forget(const char *resource);
+
+extern void marks_hint_init(void);
+extern bool marks_hint_get(uint32 hash, ItemPointer tid);
+extern void marks_hint_put(uint32 hash, ItemPointer tid);
+
+#endif							/* FENCING_MARKS_MARKS_INT_H */

@@ -9,7 +9,7 @@
  * these primitives only write, and report what they found.
  *
  * IDENTIFICATION
- *	  src/marks_write.c
+ *	  src/marks/marks_write.c
  *
  *-------------------------------------------------------------------------
  */
@@ -24,7 +24,7 @@
 #include "catalog/index.h"
 #include "common/hashfn.h"
 #include "core/pg_compat.h"
-#include "marks_table.h"
+#include "marks/marks_int.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"

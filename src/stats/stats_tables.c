@@ -3,7 +3,7 @@
  * stats_tables.c
  *	  The function behind the view fence_stat_tables: the guard's
  *	  counters of this database's tables, partitions added up to their
- *	  root, and the entries of dropped tables forgotten.
+ *	  root (the entries of dropped tables forgotten first, by stats.c).
  *
  * The trigger fires on the partition a row goes to, and counts it there
  * (stats.c), where the hot path has no catalog lookup.  A partition is
@@ -13,14 +13,8 @@
  * database's catalogs can say which table is whose partition, so each
  * database rolls up its own.
  *
- * An entry whose table is gone (DROP TABLE, a partition dropped with its
- * root), or whose database is gone, would hold its room in the shared
- * table until a reset.  Reading fence_stat_tables or fence_stat_info
- * forgets them: those of this database's tables that its catalogs no
- * longer have, and those of databases that no longer exist.
- *
  * IDENTIFICATION
- *	  src/stats_tables.c
+ *	  src/stats/stats_tables.c
  *
  *-------------------------------------------------------------------------
  */
@@ -30,10 +24,9 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "stats.h"
+#include "stats/stats.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -45,42 +38,6 @@ typedef struct StatsRoot
 } StatsRoot;
 
 PG_FUNCTION_INFO_V1(fence_stat_tables_data);
-
-/* Whether the entry of row is of a table or database that is gone. */
-static bool
-stats_row_dropped(const StatsRow *row)
-{
-	if (!OidIsValid(row->relid))
-		return false;			/* the overflow entry */
-	if (row->dbid == MyDatabaseId)
-		return !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(row->relid));
-	return !SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(row->dbid));
-}
-
-/*
- * stats_forget_dropped
- *		Forget the counters of tables and databases dropped since they
- *		were counted.
- */
-void
-stats_forget_dropped(void)
-{
-	int			nrows;
-	StatsRow   *rows = stats_read(true, &nrows);
-	bool	   *dead = palloc0(sizeof(bool) * Max(nrows, 1));
-	bool		any = false;
-	int			i;
-
-	for (i = 0; i < nrows; i++)
-	{
-		dead[i] = stats_row_dropped(&rows[i]);
-		any |= dead[i];
-	}
-	if (any)
-		stats_forget(rows, dead, nrows);
-	pfree(dead);
-	pfree(rows);
-}
 
 /* The root of relid's partition tree; relid if it is not a partition. */
 static Oid
