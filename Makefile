@@ -21,11 +21,12 @@ OBJS = \
 	src/coverage.o \
 	src/ddl_guard.o \
 	src/ddl_partitions.o \
-	src/declared.o \
-	src/fence_guard.o \
 	src/fenced_settings.o \
 	src/fencing.o \
-	src/guard_config.o \
+	src/guard/declared.o \
+	src/guard/fence_guard.o \
+	src/guard/guard_config.o \
+	src/guard/resource_template.o \
 	src/marks/marks.o \
 	src/marks/marks_cache.o \
 	src/marks/marks_sql.o \
@@ -46,8 +47,6 @@ OBJS = \
 	src/redis_tls.o \
 	src/redis_tls_config.o \
 	src/redis_value.o \
-	src/resource_template.o \
-	src/session_state.o \
 	src/stats/stats.o \
 	src/stats/stats_redis.o \
 	src/stats/stats_tables.o

@@ -40,7 +40,7 @@
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "fencing_errcodes.h"
-#include "guard_config.h"
+#include "guard/guard.h"
 #include "marks/marks.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"

@@ -23,7 +23,7 @@
 #include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "session_state.h"
+#include "guard/guard.h"
 
 PG_FUNCTION_INFO_V1(fenced_acquire);
 PG_FUNCTION_INFO_V1(fenced_acquire_xact);

@@ -32,7 +32,7 @@
  */
 #include "postgres.h"
 
-#include "declared.h"
+#include "guard/guard.h"
 #include "lease_table.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"

@@ -10,7 +10,7 @@
  * its configurations stale, and the next lookup parses them again.
  *
  * IDENTIFICATION
- *	  src/guard_config.c
+ *	  src/guard/guard_config.c
  *
  *-------------------------------------------------------------------------
  */
@@ -27,7 +27,7 @@
 #include "core/core.h"
 #include "executor/spi.h"
 #include "fencing_errcodes.h"
-#include "guard_config.h"
+#include "guard/guard.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"

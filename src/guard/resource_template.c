@@ -20,7 +20,7 @@
  * placeholder accepts.
  *
  * IDENTIFICATION
- *	  src/resource_template.c
+ *	  src/guard/resource_template.c
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +30,7 @@
 #include "catalog/pg_type.h"
 #include "core/core.h"
 #include "fencing_errcodes.h"
-#include "resource_template.h"
+#include "guard/guard.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"

@@ -17,7 +17,8 @@
  *	 raised by marks.c.
  *
  * Further arguments are options: "strict" requires tokens strictly above
- * the mark.
+ * the mark.  A MERGE is told apart by executor hooks installed here
+ * (guard_in_merge).
  *
  * The token of a write is the token column's new value when the statement
  * sets it (for UPDATE: when the column is assigned, so that an UPDATE that
@@ -27,7 +28,7 @@
  * or higher (guard_token).  DELETE has only the declared token.
  *
  * IDENTIFICATION
- *	  src/fence_guard.c
+ *	  src/guard/fence_guard.c
  *
  *-------------------------------------------------------------------------
  */
@@ -38,19 +39,41 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "core/core.h"
 #include "core/pg_compat.h"
-#include "declared.h"
-#include "fencing.h"
 #include "fencing_errcodes.h"
-#include "guard_config.h"
+#include "guard/guard.h"
 #include "lib/stringinfo.h"
 #include "marks/marks.h"
 #include "nodes/bitmapset.h"
 #include "stats/stats.h"
 #include "storage/proc.h"
+#include "tcop/pquery.h"
 #include "utils/builtins.h"
+#include "utils/portal.h"
 #include "utils/rel.h"
+
+/*
+ * MERGE statements executing in this backend.  In a MERGE, tg_updatedcols
+ * is the union of the columns of all its UPDATE actions, so the token
+ * column can be listed when the action taken did not assign it.  Counted
+ * by executor hooks; an error between start and end leaves the count too
+ * high until the transaction ends, which only makes the check stricter.
+ *
+ * If the library was loaded while a portal ran (the first fenced write of
+ * a session, without preloading), the hooks missed the start of the
+ * portal's statement and of any statement running under it.
+ * guard_note_load() then counts the portal's statement if it is a MERGE
+ * (its end is seen), and otherwise, since a trigger or function under it
+ * may be running a MERGE, sets loaded_in_portal: a MERGE is assumed while
+ * that portal runs.  A load at parse, plan or bind time (a token literal
+ * or parameter) comes before the executor and misses nothing.
+ */
+static int	merges_running = 0;
+static Portal loaded_in_portal = NULL;
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
 /*
  * The token of the last UPDATE checked, for the DELETE half of a row moved
@@ -77,6 +100,86 @@ static struct
 PG_FUNCTION_INFO_V1(fence_guard);
 PG_FUNCTION_INFO_V1(fence_truncate_guard);
 
+/* Count a MERGE starting. */
+static void
+guard_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (queryDesc->operation == CMD_MERGE)
+		merges_running++;
+}
+
+/* Count a MERGE ending. */
+static void
+guard_ExecutorEnd(QueryDesc *queryDesc)
+{
+	if (queryDesc->operation == CMD_MERGE && merges_running > 0)
+		merges_running--;
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
+/*
+ * guard_in_merge
+ *		Whether the row being written may be written by a MERGE.
+ */
+bool
+guard_in_merge(void)
+{
+	if (merges_running > 0)
+		return true;
+
+	/*
+	 * Loaded while this portal runs, whose start went unseen: a statement
+	 * under it may be a MERGE.
+	 */
+	return loaded_in_portal != NULL && loaded_in_portal == ActivePortal;
+}
+
+/*
+ * guard_note_load
+ *		Account for the statements whose start the executor hooks missed,
+ *		the library being loaded while a portal runs.
+ */
+static void
+guard_note_load(void)
+{
+	if (ActivePortal == NULL || ActivePortal->status != PORTAL_ACTIVE)
+		return;
+	if (ActivePortal->commandTag == CMDTAG_MERGE)
+		merges_running++;
+	else
+		loaded_in_portal = ActivePortal;
+}
+
+/*
+ * guard_merges_init
+ *		Install the executor hooks that count MERGE statements, and count
+ *		those running already.
+ */
+void
+guard_merges_init(void)
+{
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = guard_ExecutorStart;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = guard_ExecutorEnd;
+	guard_note_load();
+}
+
+/* A transaction ended: no statement of it is running. */
+void
+guard_merges_at_xact_end(void)
+{
+	merges_running = 0;
+	loaded_in_portal = NULL;
+}
+
 /*
  * Whether the UPDATE being checked assigns the token column.  In a MERGE,
  * a token equal to the old row's may be the old row's, carried over by an
@@ -94,7 +197,7 @@ guard_update_sets_token(TriggerData *trigdata, AttrNumber attnum)
 	if (!bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
 					   trigdata->tg_updatedcols))
 		return false;
-	if (!fencing_in_merge())
+	if (!guard_in_merge())
 		return true;
 	oldvalue = heap_getattr(trigdata->tg_trigtuple, attnum, tupdesc, &oldnull);
 	newvalue = heap_getattr(trigdata->tg_newtuple, attnum, tupdesc, &newnull);
