@@ -12,15 +12,13 @@ MODULE_big = fencing
 PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
-	src/attach.o \
-	src/attach_online.o \
-	src/attach_seed.o \
+	src/adopt/attach.o \
+	src/adopt/attach_seed.o \
+	src/adopt/ddl_guard.o \
+	src/adopt/ddl_partitions.o \
 	src/core/fence_token.o \
 	src/core/resource.o \
 	src/core/token_parse.o \
-	src/coverage.o \
-	src/ddl_guard.o \
-	src/ddl_partitions.o \
 	src/fenced_settings.o \
 	src/fencing.o \
 	src/guard/declared.o \

@@ -46,7 +46,7 @@
  * fence_guard() as whoever fenced the parent; without it, the DDL fails.
  *
  * IDENTIFICATION
- *	  src/ddl_guard.c
+ *	  src/adopt/ddl_guard.c
  *
  *-------------------------------------------------------------------------
  */
@@ -55,7 +55,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
-#include "attach.h"
+#include "adopt/adopt.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
@@ -64,7 +64,6 @@
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "core/core.h"
-#include "ddl_partitions.h"
 #include "executor/spi.h"
 #include "fencing_errcodes.h"
 #include "guard/guard.h"

@@ -1,18 +1,22 @@
 /*-------------------------------------------------------------------------
  *
- * attach.h
- *	  Guarding an existing table (attach.c, attach_online.c), raising
- *	  its marks to the tokens of the rows it holds (attach_seed.c), and
- *	  seeding those of a table that joins a fenced hierarchy.
+ * adopt.h
+ *	  The adopt layer, for its own files: guarding an existing table
+ *	  (attach.c), raising its marks to the tokens of the rows it holds
+ *	  and checking they cover them (attach_seed.c), the DDL that must not
+ *	  unfence a table (ddl_guard.c) and the TRUNCATE guards of
+ *	  partitions, cloned from their parents' (ddl_partitions.c).  Adopt
+ *	  uses core, marks and guard; nothing uses adopt but SQL.
  *
  * IDENTIFICATION
- *	  src/attach.h
+ *	  src/adopt/adopt.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef FENCING_ATTACH_H
-#define FENCING_ATTACH_H
+#ifndef FENCING_ADOPT_ADOPT_H
+#define FENCING_ADOPT_ADOPT_H
 
+#include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "storage/block.h"
 #include "utils/array.h"
@@ -57,4 +61,10 @@ extern void attach_seed_begin(SeedScan *scan, Oid relid, Oid guard,
 extern bool attach_seed_batch(SeedScan *scan);
 extern void attach_seed_end(SeedScan *scan);
 
-#endif							/* FENCING_ATTACH_H */
+extern int	ddl_clone_truncate_guards(Oid relid, Oid truncate_guard);
+extern void ddl_clones_follow(Oid relid, const char *tgname,
+							  Oid truncate_guard);
+extern void ddl_make_room_for_trigger(CreateTrigStmt *stmt,
+									  Oid truncate_guard);
+
+#endif							/* FENCING_ADOPT_ADOPT_H */

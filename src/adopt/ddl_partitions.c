@@ -31,7 +31,7 @@
  * failing on the name (ddl_make_room_for_trigger).
  *
  * IDENTIFICATION
- *	  src/ddl_partitions.c
+ *	  src/adopt/ddl_partitions.c
  *
  *-------------------------------------------------------------------------
  */
@@ -40,6 +40,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "adopt/adopt.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -48,7 +49,6 @@
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "core/core.h"
-#include "ddl_partitions.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"

@@ -3,7 +3,9 @@
  * attach_seed.c
  *	  Raising the marks of a guarded table to the tokens its rows carry,
  *	  batch by batch: the seeding of fence_attach() and
- *	  fence_attach_concurrently(), and fence_check_coverage().
+ *	  fence_attach_concurrently(); fence_check_coverage(), whether the
+ *	  marks cover the rows of guarded tables, and fence_table_marks(), the
+ *	  marks of a table a role reads.
  *
  * The rows are read by a scan of the table itself, not by a query: row
  * level security, which filters a query by the policies of the caller,
@@ -24,26 +26,49 @@
  * table (VACUUM FULL, CLUSTER) between batches moves every row, so the
  * scan then starts again from the first page.
  *
+ * After a restore that lost or lowered marks (a dump taken without the
+ * marks table, a restore that failed on it), a resource whose rows carry
+ * tokens above its mark accepts stale writes.  fence_check_coverage()
+ * reads every row of every guarded table, or of one, the way fence_attach()
+ * seeds (attach_seed.c), and reports per table how many resources have a
+ * mark below one of their rows' tokens or none; with repair, it raises
+ * those marks.  It reads whole tables: run it when a table may be read
+ * end to end.  The caller must own each table it checks; called for
+ * every guarded table, it checks those it owns.
+ *
+ * The marks table names resources by their column values, so the view
+ * fence_marks is not readable by everyone.  fence_table_marks() shows a
+ * role the marks of the rows it can read of one guarded table: it queries
+ * the table as the caller, so its privileges and row security apply.
+ *
  * IDENTIFICATION
- *	  src/attach_seed.c
+ *	  src/adopt/attach_seed.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "attach.h"
+#include "adopt/adopt.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
+#include "core/core.h"
+#include "core/pg_compat.h"
+#include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "fencing_errcodes.h"
+#include "funcapi.h"
 #include "guard/guard.h"
 #include "marks/marks.h"
 #include "miscadmin.h"
+#include "parser/parse_relation.h"
 #include "storage/bufmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -300,4 +325,181 @@ attach_seed_batch(SeedScan *scan)
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(scan->cxt);
 	return scan->next < scan->end;
+}
+
+
+PG_FUNCTION_INFO_V1(fence_check_coverage);
+PG_FUNCTION_INFO_V1(fence_table_marks);
+
+/* The tables with storage guarded in resource scope, of relid or all. */
+static List *
+coverage_tables(Oid relid, Oid guard)
+{
+	List	   *tables = NIL;
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	if (OidIsValid(relid))
+		tables = find_all_inheritors(relid, AccessShareLock, NULL);
+	else
+	{
+		Relation	trigrel = table_open(TriggerRelationId, AccessShareLock);
+		SysScanDesc scan = systable_beginscan(trigrel, InvalidOid, false,
+											  NULL, 0, NULL);
+		HeapTuple	tuple;
+
+		while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		{
+			Form_pg_trigger trigger = (Form_pg_trigger) GETSTRUCT(tuple);
+
+			if (trigger->tgfoid == guard)
+				tables = list_append_unique_oid(tables, trigger->tgrelid);
+		}
+		systable_endscan(scan);
+		table_close(trigrel, AccessShareLock);
+	}
+	foreach(lc, tables)
+	{
+		if (attach_seed_guarded(lfirst_oid(lc), guard))
+			result = lappend_oid(result, lfirst_oid(lc));
+	}
+	return result;
+}
+
+/*
+ * fence_check_coverage(tbl regclass DEFAULT NULL, repair boolean DEFAULT false,
+ *		OUT table_name regclass, OUT rows bigint, OUT resources bigint,
+ *		OUT uncovered bigint, OUT repaired bigint) returns setof record
+ *		Per guarded table (each partition and child its own), the rows read
+ *		and the resources whose mark is missing or below one of their
+ *		rows' tokens; repair raises those marks.
+ */
+Datum
+fence_check_coverage(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			extnsp = extension_schema_of_call(fcinfo);
+	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
+	bool		repair = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	List	   *tables;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (repair)
+	{
+		PreventCommandIfReadOnly("fence_check_coverage(repair => true)");
+		PreventCommandDuringRecovery("fence_check_coverage(repair => true)");
+	}
+	tables = coverage_tables(PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0),
+							 guard);
+	foreach(lc, tables)
+	{
+		Oid			relid = lfirst_oid(lc);
+		SeedScan	scan;
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		/*
+		 * Every row is read, whatever policies apply: the owner's alone.  Of
+		 * all guarded tables, those of other owners are passed over.
+		 */
+		if (!fencing_relation_ownercheck(relid, GetUserId()))
+		{
+			if (PG_ARGISNULL(0))
+				continue;
+			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+		}
+		attach_seed_begin(&scan, relid, guard, repair, ATTACH_BATCH_ROWS);
+		while (attach_seed_batch(&scan))
+			;
+		attach_seed_end(&scan);
+		values[0] = ObjectIdGetDatum(relid);
+		values[1] = Int64GetDatum(scan.rows);
+		values[2] = Int64GetDatum(scan.resources);
+		values[3] = Int64GetDatum(scan.uncovered);
+		values[4] = Int64GetDatum(repair ? scan.uncovered : 0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* The type of a placeholder's column, for resource_template_sql(). */
+static Oid
+coverage_column_type(Relation rel, const char *name)
+{
+	AttrNumber	attnum = attnameAttNum(rel, name, false);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("resource column \"%s\" does not exist in table \"%s\"",
+						name, RelationGetRelationName(rel))));
+	return TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+}
+
+/*
+ * fence_table_marks(tbl regclass, OUT resource text, OUT token fence_token)
+ *		returns setof record
+ *		The marks of the resources named by the rows of tbl the caller can
+ *		read, by the template of its guard.
+ */
+Datum
+fence_table_marks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = PG_GETARG_OID(0);
+	Oid			extnsp = extension_schema_of_call(fcinfo);
+	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
+	const char *template = NULL;
+	StringInfoData notnull;
+	StringInfoData sql;
+	char	   *expr;
+	Relation	rel;
+	uint64		i;
+	int			t;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rel = table_open(relid, AccessShareLock);
+	for (t = 0; rel->trigdesc != NULL && t < rel->trigdesc->numtriggers; t++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[t];
+
+		if (trigger->tgfoid == guard && trigger->tgnargs >= 2 &&
+			trigger->tgargs[1][0] != '\0')
+			template = pstrdup(trigger->tgargs[1]);
+	}
+	if (template == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no guard in resource scope",
+						RelationGetRelationName(rel))));
+	initStringInfo(&notnull);
+	expr = resource_template_sql(rel, template, coverage_column_type, &notnull);
+	table_close(rel, AccessShareLock);
+
+	/* As the caller: its privileges and the policies on it apply. */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT DISTINCT %s FROM %s WHERE true%s",
+					 expr, attach_table_sql(relid), notnull.data);
+	SPI_connect();
+	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute failed: %s", sql.data);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		char	   *resource = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i],
+																 SPI_tuptable->tupdesc,
+																 1, &isnull));
+		FenceToken	mark;
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		if (!marks_read(resource, &mark))
+			continue;
+		values[0] = CStringGetTextDatum(resource);
+		values[1] = FenceTokenGetDatum(mark);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
 }
