@@ -30,21 +30,16 @@ OBJS = \
 	src/marks/marks_sql.o \
 	src/marks/marks_table.o \
 	src/marks/marks_write.o \
-	src/redis_budget.o \
-	src/redis_cluster.o \
-	src/redis_cluster_map.o \
-	src/redis_conn.o \
-	src/redis_error.o \
-	src/redis_hostport.o \
-	src/redis_io.o \
-	src/redis_link.o \
-	src/redis_secret_file.o \
-	src/redis_sentinel.o \
-	src/redis_settings.o \
-	src/redis_subscribe.o \
-	src/redis_tls.o \
-	src/redis_tls_config.o \
-	src/redis_value.o \
+	src/redis/redis_call.o \
+	src/redis/redis_cluster.o \
+	src/redis/redis_conn.o \
+	src/redis/redis_io.o \
+	src/redis/redis_link.o \
+	src/redis/redis_sentinel.o \
+	src/redis/redis_settings.o \
+	src/redis/redis_subscribe.o \
+	src/redis/redis_tls.o \
+	src/redis/redis_tls_config.o \
 	src/stats/stats.o \
 	src/stats/stats_redis.o \
 	src/stats/stats_tables.o

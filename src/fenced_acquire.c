@@ -34,7 +34,7 @@
 #include "marks/marks.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "redis_conn.h"
+#include "redis/redis.h"
 #include "stats/stats.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"

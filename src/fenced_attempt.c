@@ -42,7 +42,7 @@
 #include "fencing_errcodes.h"
 #include "marks/marks.h"
 #include "miscadmin.h"
-#include "redis_conn.h"
+#include "redis/redis.h"
 #include "stats/stats.h"
 
 /*

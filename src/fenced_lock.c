@@ -40,7 +40,7 @@
 #include "lease_renewer.h"
 #include "lease_shmem.h"
 #include "lease_table.h"
-#include "redis_conn.h"
+#include "redis/redis.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"

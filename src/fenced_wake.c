@@ -39,8 +39,7 @@
 #include "fenced_settings.h"
 #include "fenced_wake.h"
 #include "miscadmin.h"
-#include "redis_settings.h"
-#include "redis_subscribe.h"
+#include "redis/redis.h"
 #include "utils/timestamp.h"
 
 /* The longest sleep on a busy lock between two attempts, in ms. */

@@ -20,7 +20,7 @@
 #include "fmgr.h"
 #include "guard/guard.h"
 #include "marks/marks.h"
-#include "redis_settings.h"
+#include "redis/redis.h"
 #include "stats/stats.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"

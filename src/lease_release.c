@@ -26,7 +26,7 @@
 #include "fenced_wake.h"
 #include "lease_release.h"
 #include "lease_table.h"
-#include "redis_conn.h"
+#include "redis/redis.h"
 #include "storage/ipc.h"
 #include "utils/memutils.h"
 

@@ -12,7 +12,7 @@
 #ifndef LEASE_RELEASE_H
 #define LEASE_RELEASE_H
 
-#include "redis_conn.h"
+#include "redis/redis.h"
 
 extern RedisScript release_script;
 

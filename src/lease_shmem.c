@@ -44,7 +44,7 @@
 #include "fencing_errcodes.h"
 #include "lease_shmem.h"
 #include "miscadmin.h"
-#include "redis_settings.h"
+#include "redis/redis.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"

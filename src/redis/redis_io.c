@@ -41,7 +41,7 @@
  * answer to a later command.
  *
  * IDENTIFICATION
- *	  src/redis_io.c
+ *	  src/redis/redis_io.c
  *
  *-------------------------------------------------------------------------
  */
@@ -52,17 +52,15 @@
 #include <sys/socket.h>
 
 #ifdef USE_HIREDIS
-#include "hiredis_compat.h"
+#include "redis/hiredis_compat.h"
 #endif
 
 #include "core/pg_compat.h"
 #include "fencing_errcodes.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "redis_hostport.h"
-#include "redis_io.h"
-#include "redis_tls.h"
-#include "redis_value.h"
+#include "redis/redis.h"
+#include "redis/redis_int.h"
 #include "storage/fd.h"
 #include "utils/memutils.h"
 

@@ -53,7 +53,7 @@
  * refused AUTH is reported without the server's text.
  *
  * IDENTIFICATION
- *	  src/redis_sentinel.c
+ *	  src/redis/redis_sentinel.c
  *
  *-------------------------------------------------------------------------
  */
@@ -64,8 +64,8 @@
 
 #include "fencing_errcodes.h"
 #include "lib/stringinfo.h"
-#include "redis_sentinel.h"
-#include "redis_settings.h"
+#include "redis/redis.h"
+#include "redis/redis_int.h"
 #include "utils/memutils.h"
 
 #ifdef USE_HIREDIS

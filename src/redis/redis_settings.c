@@ -12,7 +12,7 @@
  * they can be rotated without a reload.
  *
  * IDENTIFICATION
- *	  src/redis_settings.c
+ *	  src/redis/redis_settings.c
  *
  *-------------------------------------------------------------------------
  */
@@ -24,8 +24,8 @@
 
 #include "common/hashfn.h"
 #include "fencing_errcodes.h"
-#include "redis_hostport.h"
-#include "redis_settings.h"
+#include "redis/redis.h"
+#include "redis/redis_int.h"
 #include "utils/guc.h"
 
 /* Bounds of the settings. */

@@ -28,7 +28,7 @@
  * never sent twice.
  *
  * IDENTIFICATION
- *	  src/redis_conn.c
+ *	  src/redis/redis_conn.c
  *
  *-------------------------------------------------------------------------
  */
@@ -37,10 +37,8 @@
 #include "common/cryptohash.h"
 #include "fencing_errcodes.h"
 #include "miscadmin.h"
-#include "redis_cluster.h"
-#include "redis_conn.h"
-#include "redis_sentinel.h"
-#include "redis_settings.h"
+#include "redis/redis.h"
+#include "redis/redis_int.h"
 #include "stats/stats.h"
 #include "storage/ipc.h"
 

@@ -20,21 +20,21 @@
  * one of its errors taken for ours.
  *
  * IDENTIFICATION
- *	  src/redis_tls.c
+ *	  src/redis/redis_tls.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #ifdef USE_HIREDIS
-#include "hiredis_compat.h"
+#include "redis/hiredis_compat.h"
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #endif
 
 #include "fencing_errcodes.h"
-#include "redis_settings.h"
-#include "redis_tls.h"
+#include "redis/redis.h"
+#include "redis/redis_int.h"
 #include "storage/latch.h"
 
 #ifdef USE_HIREDIS

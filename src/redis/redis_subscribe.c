@@ -20,7 +20,7 @@
  * server without SSUBSCRIBE) is no error: the caller polls instead.
  *
  * IDENTIFICATION
- *	  src/redis_subscribe.c
+ *	  src/redis/redis_subscribe.c
  *
  *-------------------------------------------------------------------------
  */
@@ -28,10 +28,8 @@
 
 #include "core/pg_compat.h"
 #include "miscadmin.h"
-#include "redis_conn.h"
-#include "redis_link.h"
-#include "redis_settings.h"
-#include "redis_subscribe.h"
+#include "redis/redis.h"
+#include "redis/redis_int.h"
 #include "utils/timestamp.h"
 
 #ifdef USE_HIREDIS

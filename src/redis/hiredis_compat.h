@@ -5,7 +5,7 @@
  *	  in one place: 0.14 (Debian 12) and 1.x (Debian 13 and later).
  *
  * IDENTIFICATION
- *	  src/hiredis_compat.h
+ *	  src/redis/hiredis_compat.h
  *
  *-------------------------------------------------------------------------
  */
