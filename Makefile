@@ -19,12 +19,12 @@ OBJS = \
 	src/core/fence_token.o \
 	src/core/resource.o \
 	src/core/token_parse.o \
-	src/fenced_settings.o \
 	src/fencing.o \
 	src/guard/declared.o \
 	src/guard/fence_guard.o \
 	src/guard/guard_config.o \
 	src/guard/resource_template.o \
+	src/lock/lock_settings.o \
 	src/marks/marks.o \
 	src/marks/marks_cache.o \
 	src/marks/marks_sql.o \
@@ -83,9 +83,9 @@ endif
 PG_CPPFLAGS += -DUSE_HIREDIS
 # TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
 SHLIB_LINK += -lhiredis -lssl -lcrypto
-OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/fenced_wake.o src/lease_release.o src/lease_renewer.o src/lease_shmem.o src/lease_table.o src/lock_holders.o
+OBJS += src/lock/lease_release.o src/lock/lease_renewer.o src/lock/lease_shmem.o src/lock/lease_table.o src/lock/lock.o src/lock/lock_acquire.o src/lock/lock_attempt.o
 else
-OBJS += src/fenced_lock_nohiredis.o
+OBJS += src/lock/lock_nohiredis.o
 endif
 
 EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)

@@ -15,12 +15,10 @@
 
 #include "access/xact.h"
 #include "core/pg_compat.h"
-#include "fenced_lock.h"
-#include "fenced_settings.h"
 #include "fmgr.h"
 #include "guard/guard.h"
+#include "lock/lock.h"
 #include "marks/marks.h"
-#include "redis/redis.h"
 #include "stats/stats.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
@@ -112,7 +110,6 @@ _PG_init(void)
 	guard_merges_init();
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = fencing_ProcessUtility;
-	redis_settings_init();
 	fenced_settings_init();
 	fenced_lock_init();
 	stats_init();

@@ -22,7 +22,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "core/token_parse.h"
+#include "token_parse.h"
 
 #include <stdbool.h>
 

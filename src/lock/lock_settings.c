@@ -1,14 +1,21 @@
 /*-------------------------------------------------------------------------
  *
- * fenced_settings.c
+ * lock_settings.c
  *	  The settings of fenced_acquire() and friends, the arguments their SQL
- *	  functions share, and the Redis keys of a resource.
+ *	  functions share, and the Redis keys and release channel of a
+ *	  resource.
  *
  * Built with or without hiredis: the settings exist either way, so that a
  * configuration written for one build loads in the other.
  *
+ * The release script announces a lock it deleted on the resource's
+ * channel, the lock key followed by ":released", the lock key in braces
+ * if it has no {tag} (so that the channel is in the lock key's hash
+ * slot): SPUBLISH in Cluster mode, where a shard channel stays within the
+ * slot's shard, PUBLISH otherwise.
+ *
  * IDENTIFICATION
- *	  src/fenced_settings.c
+ *	  src/lock/lock_settings.c
  *
  *-------------------------------------------------------------------------
  */
@@ -19,9 +26,11 @@
 #include "common/int.h"
 #include "core/core.h"
 #include "datatype/timestamp.h"
-#include "fenced_settings.h"
 #include "fencing_errcodes.h"
 #include "lib/stringinfo.h"
+#include "lock/lock.h"
+#include "lock/lock_int.h"
+#include "redis/redis.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -98,11 +107,13 @@ check_key_template(char **newval, void **extra, GucSource source)
 
 /*
  * fenced_settings_init
- *		Define the lock settings; called from _PG_init.
+ *		Define the Redis client's settings, then the lock settings; called
+ *		from _PG_init.  Both exist in a build without hiredis too.
  */
 void
 fenced_settings_init(void)
 {
+	redis_settings_init();
 	DefineCustomStringVariable("fencing.redis_lock_key",
 							   "Template of the Redis key that holds the lock of a resource.",
 							   "\"<resource>\" stands for the resource name.  The default is key layout v1; set \"lock:<resource>\" to share locks with clients of the classic lock:/fence: layout.",
@@ -340,4 +351,33 @@ int
 fenced_counter_linger(void)
 {
 	return FENCED_COUNTER_LINGER;
+}
+
+/*
+ * fenced_release_channel
+ *		The channel of the release notices of the lock at lock_key: in its
+ *		hash slot, which is the slot of its {tag}, or of the whole key
+ *		without one.
+ */
+char *
+fenced_release_channel(const char *lock_key)
+{
+	const char *open = strchr(lock_key, '{');
+	const char *close = open != NULL ? strchr(open, '}') : NULL;
+
+	if (close != NULL && close > open + 1)
+		return psprintf("%s:released", lock_key);
+	return psprintf("{%s}:released", lock_key);
+}
+
+/*
+ * fenced_release_notice
+ *		Into args[0] and args[1], the release script's arguments that name
+ *		the command and channel of its notice.
+ */
+void
+fenced_release_notice(const char *lock_key, const char **args)
+{
+	args[0] = redis_cluster_enabled() ? "SPUBLISH" : "PUBLISH";
+	args[1] = fenced_release_channel(lock_key);
 }

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fenced_lock.c
+ * lock.c
  *	  fenced_acquire() and friends: the SQL functions of locks and tokens
  *	  from Redis.
  *
@@ -22,24 +22,18 @@
  * instead of this file.
  *
  * IDENTIFICATION
- *	  src/fenced_lock.c
+ *	  src/lock/lock.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "core/core.h"
-#include "fenced_acquire.h"
-#include "fenced_lock.h"
-#include "fenced_lock_scripts.h"
-#include "fenced_settings.h"
-#include "fenced_wake.h"
 #include "funcapi.h"
 #include "guard/guard.h"
-#include "lease_release.h"
-#include "lease_renewer.h"
-#include "lease_shmem.h"
-#include "lease_table.h"
+#include "lock/lock.h"
+#include "lock/lock_int.h"
+#include "lock/lock_scripts.h"
 #include "redis/redis.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"

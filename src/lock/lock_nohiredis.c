@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fenced_lock_nohiredis.c
+ * lock_nohiredis.c
  *	  The SQL functions of locks and tokens from Redis in a build without
  *	  hiredis (make WITH_HIREDIS=0): each checks its arguments, as the
  *	  build with Redis does, and then says Redis support is not built.
@@ -11,19 +11,19 @@
  * a transaction from being prepared.
  *
  * IDENTIFICATION
- *	  src/fenced_lock_nohiredis.c
+ *	  src/lock/lock_nohiredis.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "core/pg_compat.h"
-#include "fenced_lock.h"
-#include "fenced_settings.h"
 #include "fencing_errcodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "guard/guard.h"
+#include "lock/lock.h"
+#include "lock/lock_int.h"
 
 PG_FUNCTION_INFO_V1(fenced_acquire);
 PG_FUNCTION_INFO_V1(fenced_acquire_xact);

@@ -26,14 +26,14 @@
  * and the lock its attempt may have taken ends at its ttl.
  *
  * IDENTIFICATION
- *	  src/lease_table.c
+ *	  src/lock/lease_table.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "guard/guard.h"
-#include "lease_table.h"
+#include "lock/lock_int.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 

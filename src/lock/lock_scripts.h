@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fenced_lock_scripts.h
+ * lock_scripts.h
  *	  The Lua scripts of key layout v1: acquire, extend, release.
  *
  * Plain C string constants with no PostgreSQL dependency, so that the
@@ -27,7 +27,7 @@
  * replication, the only mode from 7.0).
  *
  * IDENTIFICATION
- *	  src/fenced_lock_scripts.h
+ *	  src/lock/lock_scripts.h
  *
  *-------------------------------------------------------------------------
  */

@@ -15,17 +15,14 @@
  * each sends its releases together, one pipeline within that time.
  *
  * IDENTIFICATION
- *	  src/lease_release.c
+ *	  src/lock/lease_release.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "fenced_lock_scripts.h"
-#include "fenced_settings.h"
-#include "fenced_wake.h"
-#include "lease_release.h"
-#include "lease_table.h"
+#include "lock/lock_int.h"
+#include "lock/lock_scripts.h"
 #include "redis/redis.h"
 #include "storage/ipc.h"
 #include "utils/memutils.h"

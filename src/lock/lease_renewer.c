@@ -45,7 +45,7 @@
  * the first round that succeeds again is a LOG line.
  *
  * IDENTIFICATION
- *	  src/lease_renewer.c
+ *	  src/lock/lease_renewer.c
  *
  *-------------------------------------------------------------------------
  */
@@ -54,10 +54,8 @@
 #include <limits.h>
 
 #include "core/pg_compat.h"
-#include "fenced_lock_scripts.h"
-#include "fenced_settings.h"
-#include "lease_renewer.h"
-#include "lease_shmem.h"
+#include "lock/lock_int.h"
+#include "lock/lock_scripts.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fenced_attempt.c
+ * lock_attempt.c
  *	  One attempt at a lock: the acquire script, its token, and whether an
  *	  attempt that failed may have run.
  *
@@ -27,7 +27,7 @@
  * (FENCED_REPAIR_GAP).
  *
  * IDENTIFICATION
- *	  src/fenced_attempt.c
+ *	  src/lock/lock_attempt.c
  *
  *-------------------------------------------------------------------------
  */
@@ -36,10 +36,9 @@
 #include "access/xlog.h"
 #include "common/pg_prng.h"
 #include "core/core.h"
-#include "fenced_attempt.h"
-#include "fenced_lock_scripts.h"
-#include "fenced_settings.h"
 #include "fencing_errcodes.h"
+#include "lock/lock_int.h"
+#include "lock/lock_scripts.h"
 #include "marks/marks.h"
 #include "miscadmin.h"
 #include "redis/redis.h"
