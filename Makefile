@@ -33,6 +33,7 @@ OBJS = \
 	src/redis/redis_call.o \
 	src/redis/redis_cluster.o \
 	src/redis/redis_conn.o \
+	src/redis/redis_hostport.o \
 	src/redis/redis_io.o \
 	src/redis/redis_link.o \
 	src/redis/redis_sentinel.o \

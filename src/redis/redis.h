@@ -93,13 +93,16 @@ typedef struct RedisError
 /*
  * The SQLSTATE and hint of a Redis error reply, by its error code (the
  * first word), or for a few replies under the generic ERR code, by their
- * whole text; prefix is NULL for a code fencing does not know.
+ * whole text; prefix is NULL for a code fencing does not know.  A class
+ * whose hint is about the keys (keys_hint) takes it from the layer above
+ * (redis_key_hints): see redis_error_hint.
  */
 typedef struct RedisErrorClass
 {
 	const char *prefix;
 	int			sqlstate;
 	const char *hint;
+	bool		keys_hint;
 } RedisErrorClass;
 
 extern bool redis_error_set(RedisError *err, int sqlstate, char *message,
@@ -107,7 +110,38 @@ extern bool redis_error_set(RedisError *err, int sqlstate, char *message,
 pg_noreturn extern void redis_error_raise(const RedisError *err);
 extern char *redis_error_line(const RedisError *err);
 extern const RedisErrorClass *redis_error_class(const char *text);
+extern const char *redis_error_hint(const RedisErrorClass *class);
 extern int	redis_errno_sqlstate(int e);
+
+/*
+ * What the client tells the layer above, and what that layer tells it
+ * back: the client knows nothing above it, so the layer that gives it
+ * keys and counts what it does (src/lock/) sets these at load.
+ *
+ * redis_event_hook is called at each event the layer above counts, NULL
+ * counting nothing.  redis_key_hints are what messages say about the keys
+ * given (the settings that name them), NULL saying nothing: the hint of a
+ * NOPERM refusal, and the detail and hint of a script's keys refused for
+ * being in different Redis Cluster hash slots.
+ */
+typedef enum RedisEvent
+{
+	REDIS_EVENT_CONNECT,		/* a connection made to Redis */
+	REDIS_EVENT_REDIRECT,		/* a Cluster -MOVED or -ASK followed */
+	REDIS_EVENT_FAILOVER		/* a move to a new primary, Sentinel mode */
+} RedisEvent;
+
+typedef void (*RedisEventHook) (RedisEvent event);
+
+typedef struct RedisKeyHints
+{
+	const char *noperm_hint;
+	const char *crossslot_detail;
+	const char *crossslot_hint;
+} RedisKeyHints;
+
+extern RedisEventHook redis_event_hook;
+extern RedisKeyHints redis_key_hints;
 
 /*
  * The longest password, in fencing.redis_password or the first line of

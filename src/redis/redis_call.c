@@ -49,8 +49,7 @@ static const RedisErrorClass redis_error_classes[] = {
 	{"NOAUTH", ERRCODE_FENCING_REDIS_REFUSED,
 	"Set fencing.redis_password or fencing.redis_password_file."},
 	{"WRONGPASS", ERRCODE_FENCING_REDIS_REFUSED, NULL},
-	{"NOPERM", ERRCODE_FENCING_REDIS_REFUSED,
-	"The Redis ACL user needs EVALSHA, EVAL and WAIT, and access to the keys of fencing.redis_lock_key and fencing.redis_token_key."},
+	{"NOPERM", ERRCODE_FENCING_REDIS_REFUSED, NULL, true},
 	{"OOM", ERRCODE_FENCING_REDIS_REFUSED,
 	"Redis has reached its maxmemory limit; fencing needs room to write, and maxmemory-policy noeviction."},
 	{"READONLY", ERRCODE_FENCING_REDIS_BUSY,
@@ -108,6 +107,10 @@ redis_error_line(const RedisError *err)
 		err->message;
 }
 
+/* Set at load by the layer above (redis.h). */
+RedisEventHook redis_event_hook = NULL;
+RedisKeyHints redis_key_hints = {NULL, NULL, NULL};
+
 /* The class of an error reply; the last entry if its code is unknown. */
 const RedisErrorClass *
 redis_error_class(const char *text)
@@ -123,6 +126,13 @@ redis_error_class(const char *text)
 			break;
 	}
 	return class;
+}
+
+/* The hint of an error reply of class, NULL if none. */
+const char *
+redis_error_hint(const RedisErrorClass *class)
+{
+	return class->keys_hint ? redis_key_hints.noperm_hint : class->hint;
 }
 
 /*

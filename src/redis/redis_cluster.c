@@ -46,7 +46,6 @@
 #include "fencing_errcodes.h"
 #include "redis/redis.h"
 #include "redis/redis_int.h"
-#include "stats/stats.h"
 
 #ifdef USE_HIREDIS
 
@@ -210,8 +209,10 @@ cluster_command_slot(int argc, const char **argv, RedisError *err, bool *ok)
 			*ok = redis_error_set(err, ERRCODE_FENCING_REDIS_REFUSED,
 								  psprintf("Redis keys \"%s\" and \"%s\" are in different Redis Cluster hash slots (%d and %d)",
 										   argv[3], argv[3 + i], slot, s),
-								  pstrdup("The lock key and the token key of a resource must be in one hash slot, for the script that takes both."),
-								  pstrdup("Give fencing.redis_lock_key and fencing.redis_token_key the same {hash tag} around <resource>, as the default layout \"fencing:v1:{r:<resource>}:...\" does."));
+								  redis_key_hints.crossslot_detail ?
+								  pstrdup(redis_key_hints.crossslot_detail) : NULL,
+								  redis_key_hints.crossslot_hint ?
+								  pstrdup(redis_key_hints.crossslot_hint) : NULL);
 			return -1;
 		}
 		slot = s;
@@ -370,7 +371,7 @@ redis_cluster_send(int argc, const char **argv, const RedisBudget *outer,
 						pstrdup("Addresses from servers are checked like the settings; fencing.redis_discovered_host_names allows host names."));
 		return NULL;
 	}
-	stats_redis_count(STATS_REDIS_REDIRECTS);
+	redis_count_event(REDIS_EVENT_REDIRECT);
 	if (!ask)
 		redis_cluster_set_slot(slot, host, port);
 	link = cluster_use_node(host, port);

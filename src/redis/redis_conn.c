@@ -39,7 +39,6 @@
 #include "miscadmin.h"
 #include "redis/redis.h"
 #include "redis/redis_int.h"
-#include "stats/stats.h"
 #include "storage/ipc.h"
 
 #ifdef USE_HIREDIS
@@ -110,7 +109,7 @@ redis_single_ensure(const RedisBudget *budget, RedisError *err)
 	if (redis_link_is_open(&single) && redis_sentinel_enabled() &&
 		redis_sentinel_switched())
 	{
-		stats_redis_count(STATS_REDIS_FAILOVERS);
+		redis_count_event(REDIS_EVENT_FAILOVER);
 		redis_link_close(&single);
 	}
 	else if (redis_link_is_open(&single) && !redis_link_usable(&single))
@@ -373,6 +372,7 @@ void
 redis_refused(const char *command, const RedisValue *reply)
 {
 	const RedisErrorClass *class = redis_error_class(reply->str);
+	const char *hint = redis_error_hint(class);
 	char	   *target = pstrdup(redis_link_target(redis_current()));
 
 	redis_drop();
@@ -380,7 +380,7 @@ redis_refused(const char *command, const RedisValue *reply)
 			(errcode(class->sqlstate),
 			 errmsg("Redis server at \"%s\" refused %s", target, command),
 			 errdetail_internal("%s", reply->str),
-			 class->hint ? errhint("%s", class->hint) : 0));
+			 hint ? errhint("%s", hint) : 0));
 	pg_unreachable();
 }
 
@@ -480,7 +480,7 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 				 strncmp(reply->str, "READONLY", 8) == 0)
 		{
 			/* a demoted primary: the Sentinels name the new one */
-			stats_redis_count(STATS_REDIS_FAILOVERS);
+			redis_count_event(REDIS_EVENT_FAILOVER);
 			redis_drop();
 			rediscovered = true;
 		}

@@ -28,6 +28,14 @@
 #include "redis/redis.h"
 #include "utils/guc.h"
 
+/* Tell the layer above of an event it counts (redis_event_hook). */
+static inline void
+redis_count_event(RedisEvent event)
+{
+	if (redis_event_hook != NULL)
+		redis_event_hook(event);
+}
+
 #ifdef USE_HIREDIS
 #include "storage/latch.h"
 
