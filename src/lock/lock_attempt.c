@@ -4,7 +4,7 @@
  *	  One attempt at a lock: the acquire script, its token, and whether an
  *	  attempt that failed may have run.
  *
- * One acquisition is one round trip: a Lua script (fenced_lock_scripts.h)
+ * One acquisition is one round trip: a Lua script (lock_scripts.h)
  * that takes the lock with the caller's owner string and a TTL and issues
  * the next token, atomically.
  *
