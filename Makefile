@@ -42,6 +42,7 @@ OBJS = \
 	src/redis/redis_tls.o \
 	src/redis/redis_tls_config.o \
 	src/stats/stats.o \
+	src/stats/stats_progress.o \
 	src/stats/stats_redis.o \
 	src/stats/stats_tables.o
 

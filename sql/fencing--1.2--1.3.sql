@@ -86,3 +86,41 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@.fence_forget_unguarded(interval, text) FROM PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.fence_forget_unguarded(interval, text) IS 'delete the marks that no guarded table''s resource template could produce (those of dropped tables) and that have not moved for longer than a grace period, optionally only resources LIKE a pattern, skipping any a running transaction holds; returns how many';
+
+-- progress of fence_attach, fence_attach_concurrently and
+-- fence_check_coverage, one row per run, from a table of slots in shared
+-- memory (the library preloaded; otherwise empty).  A run of another role
+-- shows its pid, database, role and command only, unless the reader has the
+-- privileges of that role or of pg_read_all_stats.
+CREATE FUNCTION @extschema@.fence_progress_data(OUT pid integer, OUT datid oid, OUT userid oid,
+		OUT command text, OUT phase text, OUT relid oid, OUT started timestamptz,
+		OUT table_started timestamptz, OUT tables_done bigint, OUT pages_done bigint,
+		OUT pages_total bigint, OUT rows_done bigint, OUT rows_estimate bigint,
+		OUT batches bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW @extschema@.fence_progress AS
+	SELECT p.pid, d.datname, p.userid::pg_catalog.regrole AS role, p.command, p.phase,
+		CASE WHEN p.datid OPERATOR(pg_catalog.=) (SELECT o.oid FROM pg_catalog.pg_database o
+				WHERE o.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+			THEN p.relid::pg_catalog.regclass END AS table_name,
+		p.relid, p.tables_done, p.pages_done, p.pages_total,
+		pg_catalog.round(100.0 OPERATOR(pg_catalog.*) p.pages_done OPERATOR(pg_catalog./)
+			NULLIF(p.pages_total, 0), 1) AS percent,
+		p.rows_done, p.rows_estimate, p.batches,
+		pg_catalog.round((p.rows_done OPERATOR(pg_catalog./) NULLIF(pg_catalog.date_part('epoch',
+			pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) p.table_started), 0))::pg_catalog.numeric, 1)
+			AS rows_per_second,
+		CASE WHEN p.pages_done OPERATOR(pg_catalog.>) 0 AND p.pages_done OPERATOR(pg_catalog.<) p.pages_total
+			THEN pg_catalog.date_trunc('second', (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) p.table_started)
+				OPERATOR(pg_catalog.*) ((p.pages_total OPERATOR(pg_catalog.-) p.pages_done)::pg_catalog.float8
+					OPERATOR(pg_catalog./) p.pages_done::pg_catalog.float8))
+		END AS time_left,
+		p.started, p.table_started
+	FROM @extschema@.fence_progress_data() AS p
+		LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) p.datid;
+GRANT SELECT ON @extschema@.fence_progress TO PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_progress_data() IS 'progress of the running fence_attach, fence_attach_concurrently and fence_check_coverage calls (see fence_progress)';
+COMMENT ON VIEW @extschema@.fence_progress IS 'progress of the running fence_attach, fence_attach_concurrently and fence_check_coverage calls: table, phase, pages and rows read, batches, rate, time left (with the library preloaded)';

@@ -67,6 +67,7 @@
 #include "marks/marks.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
+#include "stats/stats.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -164,6 +165,7 @@ attach_seed_begin(SeedScan *scan, Oid relid, Oid guard, bool raise,
 	scan->batch_rows = batch_rows;
 	scan->relfilenode = rel->rd_rel->relfilenode;
 	scan->end = RelationGetNumberOfBlocks(rel);
+	stats_progress_table(relid, scan->end, rel->rd_rel->reltuples, raise);
 	table_close(rel, AccessShareLock);
 	scan->cxt = AllocSetContextCreate(CurrentMemoryContext,
 									  "fence_attach batch",
@@ -321,6 +323,7 @@ attach_seed_batch(SeedScan *scan)
 			(void) marks_advance(entry->resource, entry->token);
 	}
 	scan->batches++;
+	stats_progress_batch(scan->next, scan->rows, scan->batches);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(scan->cxt);
@@ -392,6 +395,7 @@ fence_check_coverage(PG_FUNCTION_ARGS)
 	}
 	tables = coverage_tables(PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0),
 							 guard);
+	stats_progress_begin(STATS_PROGRESS_CHECK_COVERAGE);
 	foreach(lc, tables)
 	{
 		Oid			relid = lfirst_oid(lc);
@@ -420,6 +424,7 @@ fence_check_coverage(PG_FUNCTION_ARGS)
 		values[4] = Int64GetDatum(repair ? scan.uncovered : 0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	stats_progress_end();
 	return (Datum) 0;
 }
 

@@ -118,7 +118,8 @@ stats_shmem_size(void)
 	return add_size(add_size(MAXALIGN(sizeof(SharedStats)),
 							 hash_estimate_size(stats_max_tables + 1,
 												sizeof(SharedStatsEntry))),
-					stats_redis_shmem_size());
+					add_size(stats_redis_shmem_size(),
+							 stats_progress_shmem_size()));
 }
 
 static void
@@ -158,6 +159,7 @@ stats_shmem_startup(void)
 		shared->reset_at = GetCurrentTimestamp();
 	}
 	stats_redis_shmem_startup();
+	stats_progress_shmem_startup();
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
 	shared_hash = ShmemInitHash("fencing stats tables",
@@ -191,6 +193,7 @@ stats_init(void)
 {
 	RegisterSubXactCallback(stats_subxact_callback, NULL);
 	stats_redis_init();
+	stats_progress_init();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	DefineCustomIntVariable("fencing.stats_max_tables",
