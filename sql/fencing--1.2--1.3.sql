@@ -124,3 +124,21 @@ GRANT SELECT ON @extschema@.fence_progress TO PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.fence_progress_data() IS 'progress of the running fence_attach, fence_attach_concurrently and fence_check_coverage calls (see fence_progress)';
 COMMENT ON VIEW @extschema@.fence_progress IS 'progress of the running fence_attach, fence_attach_concurrently and fence_check_coverage calls: table, phase, pages and rows read, batches, rate, time left (with the library preloaded)';
+
+-- the health of each Redis target (the server, the Sentinels' primary or the
+-- Cluster the session's settings name): when an acquisition was last
+-- answered, and when the Redis functions last failed, with the SQLSTATE;
+-- kept with the other counters (cluster-wide when preloaded), from zero at
+-- each server start.  Readable by everyone, as fence_stat_redis.
+CREATE FUNCTION @extschema@.fence_stat_redis_targets_data(OUT target text,
+		OUT last_success timestamptz, OUT last_error timestamptz, OUT last_error_sqlstate text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW @extschema@.fence_stat_redis_targets AS
+	SELECT t.target, t.last_success, t.last_error, t.last_error_sqlstate
+	FROM @extschema@.fence_stat_redis_targets_data() AS t;
+GRANT SELECT ON @extschema@.fence_stat_redis_targets TO PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_stat_redis_targets_data() IS 'per Redis target, the times of the last answered acquisition and of the last error (see fence_stat_redis_targets)';
+COMMENT ON VIEW @extschema@.fence_stat_redis_targets IS 'per Redis target: when an acquisition was last answered, when the Redis functions last failed and with which SQLSTATE';

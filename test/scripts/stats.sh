@@ -110,9 +110,11 @@ EOF
 sql one -c "SELECT fence_advance('job:2', 8000000000000000000)" >/dev/null
 sql one -c "SELECT fenced_acquire('job:2')" >/dev/null 2>&1
 # Redis unreachable, reported; and caught by an exception block, not counted
-sqlstate_of one "SET fencing.redis_port = $(harness_free_port); SELECT fenced_acquire('job:3')" >/dev/null
+dead=$(harness_free_port)
+sqlstate_of one "SET fencing.redis_port = $dead; SELECT fenced_acquire('job:3')" >/dev/null
+dead_caught=$(harness_free_port)
 sql one >/dev/null <<EOF
-SET fencing.redis_port = $(harness_free_port);
+SET fencing.redis_port = $dead_caught;
 DO \$\$
 BEGIN
 	PERFORM fenced_acquire('job:3');
@@ -129,5 +131,34 @@ expect "the acquisition times: a median and a 99th percentile, under a second" \
 	"$(sql two -c 'SELECT 0 < acquire_p50_ms AND acquire_p50_ms <= acquire_p99_ms
 		AND acquire_p99_ms < 1000 FROM fence_stat_redis')" \
 	"t"
+
+# per Redis target, the last success and the last error (issue 37)
+expect "fence_stat_redis_targets: the live server's last success, the dead port's last error (TF101); the caught error is not counted" \
+	"$(sql two -c "SELECT target, last_success IS NOT NULL, last_error IS NOT NULL, last_error_sqlstate
+		FROM fence_stat_redis_targets ORDER BY target COLLATE \"C\"")" \
+	"$(printf '%s\n' "127.0.0.1:$REDIS_PORT|t|f|" "127.0.0.1:$dead|f|t|TF101" | LC_ALL=C sort)"
+expect "the times are those of the events, the success before the error" \
+	"$(sql two -c "SELECT s.last_success < e.last_error, e.last_error <= now()
+		FROM fence_stat_redis_targets s, fence_stat_redis_targets e
+		WHERE s.target = '127.0.0.1:$REDIS_PORT' AND e.target = '127.0.0.1:$dead'")" "t|t"
+sql one -c "SELECT fenced_acquire('job:4')" >/dev/null
+expect "a later success of the live server moves its time past the dead port's error" \
+	"$(sql two -c "SELECT s.last_success > e.last_error, s.last_error IS NULL
+		FROM fence_stat_redis_targets s, fence_stat_redis_targets e
+		WHERE s.target = '127.0.0.1:$REDIS_PORT' AND e.target = '127.0.0.1:$dead'")" "t|t"
+sql one -c 'SELECT fence_stat_reset()' >/dev/null
+expect "fence_stat_reset() empties fence_stat_redis_targets" \
+	"$(sql two -c 'SELECT count(*) FROM fence_stat_redis_targets')" "0"
+
+# What survives a restart (doc/operations.md, Statistics): the marks, not
+# the counters
+sql one -c "SELECT fenced_acquire('job:5')" >/dev/null
+sql one -c "INSERT INTO items VALUES (9, 50)" >/dev/null
+harness_log "restarting the server"
+as_pg_owner "$("$PG_CONFIG" --bindir)/pg_ctl" -D "$PGDATA_DIR" -o "-p $PGPORT" -l "$PGDATA_DIR/../server.log" -w -s restart
+HARNESS_PIDS+=("$(head -1 "$PGDATA_DIR/postmaster.pid")")
+expect "after a restart the counters are zero and no Redis target is known; the marks are kept" \
+	"$(sql one -c "SELECT (SELECT acquired FROM fence_stat_redis), (SELECT count(*) FROM fence_stat_redis_targets),
+		(SELECT count(*) FROM fence_stat_tables), fence_mark('job:5') IS NOT NULL, fence_mark('order:9')")" "0|0|0|t|50"
 
 checks_finish
