@@ -44,6 +44,7 @@ OBJS = \
 	src/stats/stats.o \
 	src/stats/stats_progress.o \
 	src/stats/stats_redis.o \
+	src/stats/stats_resources.o \
 	src/stats/stats_tables.o
 
 # Sources name the headers of other layers by folder: "marks/marks.h".

@@ -142,3 +142,26 @@ GRANT SELECT ON @extschema@.fence_stat_redis_targets TO PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.fence_stat_redis_targets_data() IS 'per Redis target, the times of the last answered acquisition and of the last error (see fence_stat_redis_targets)';
 COMMENT ON VIEW @extschema@.fence_stat_redis_targets IS 'per Redis target: when an acquisition was last answered, when the Redis functions last failed and with which SQLSTATE';
+
+-- the resources whose writes the guard rejected, per database, role and
+-- resource, in bounded memory (cluster-wide when preloaded): every role
+-- sees the entries of its own rejected writes, members of
+-- pg_read_all_stats those of every role (resource names carry column
+-- values)
+CREATE FUNCTION @extschema@.fence_stat_resources_data(OUT datid oid, OUT userid oid,
+		OUT resource text, OUT rejected_stale bigint, OUT rejected_no_token bigint,
+		OUT first_rejected_at timestamptz, OUT last_rejected_at timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW @extschema@.fence_stat_resources AS
+	SELECT d.datname, r.userid::pg_catalog.regrole AS role, r.resource,
+		r.rejected_stale, r.rejected_no_token,
+		r.rejected_stale OPERATOR(pg_catalog.+) r.rejected_no_token AS rejected,
+		r.first_rejected_at, r.last_rejected_at
+	FROM @extschema@.fence_stat_resources_data() AS r
+		LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) r.datid;
+GRANT SELECT ON @extschema@.fence_stat_resources TO PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.fence_stat_resources_data() IS 'rejected writes per database, role and resource, in bounded memory (see fence_stat_resources)';
+COMMENT ON VIEW @extschema@.fence_stat_resources IS 'the resources with the most and the latest rejected writes (stale or without a token), per database and role: one''s own, or all with pg_read_all_stats';

@@ -224,6 +224,7 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 			   const char *column, bool set_to_null)
 {
 	stats_count(STATS_REJECTED_NO_TOKEN);
+	stats_rejected_resource(resource, false);
 	if (set_to_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_NO_TOKEN),
@@ -321,6 +322,7 @@ guard_row_floor(const char *resource, HeapTuple oldtuple, Relation rel,
 	if (isnull || token >= DatumGetFenceToken(value))
 		return;
 	stats_count(STATS_REJECTED_STALE);
+	stats_rejected_resource(resource, true);
 	fence_token_to_cstring(token, offered);
 	fence_token_to_cstring(DatumGetFenceToken(value), floor);
 	ereport(ERROR,

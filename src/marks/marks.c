@@ -310,6 +310,7 @@ marks_report_stale(const char *resource, const char *table,
 	char		current[FENCE_TOKEN_TEXT_LEN];
 
 	stats_count(STATS_REJECTED_STALE);
+	stats_rejected_resource(resource, true);
 	fence_token_to_cstring(token, offered);
 	fence_token_to_cstring(mark, current);
 	if (resource == NULL)

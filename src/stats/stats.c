@@ -118,8 +118,9 @@ stats_shmem_size(void)
 	return add_size(add_size(MAXALIGN(sizeof(SharedStats)),
 							 hash_estimate_size(stats_max_tables + 1,
 												sizeof(SharedStatsEntry))),
-					add_size(stats_redis_shmem_size(),
-							 stats_progress_shmem_size()));
+					add_size(add_size(stats_redis_shmem_size(),
+									  stats_progress_shmem_size()),
+							 stats_resources_shmem_size()));
 }
 
 static void
@@ -160,6 +161,7 @@ stats_shmem_startup(void)
 	}
 	stats_redis_shmem_startup();
 	stats_progress_shmem_startup();
+	stats_resources_shmem_startup();
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
 	shared_hash = ShmemInitHash("fencing stats tables",
@@ -562,7 +564,7 @@ fence_stat_info_data(PG_FUNCTION_ARGS)
 
 /*
  * fence_stat_reset()
- *		Set every counter back to zero, the Redis ones too: in shared mode,
+ *		Set every counter back to zero, the Redis and resource ones too: in shared mode,
  *		those of every database, dropping the entries, so that tables dropped since free
  *		their room; otherwise this backend's.
  */
@@ -576,6 +578,7 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 		stats_redis_reset();
+		stats_resources_reset();
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
@@ -595,6 +598,7 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 		current = NULL;
 		in_row = false;
 		stats_redis_reset();
+		stats_resources_reset();
 	}
 	local_reset_at = GetCurrentTimestamp();
 	PG_RETURN_VOID();

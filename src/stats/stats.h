@@ -75,6 +75,7 @@ extern void stats_count(StatsCounter counter);
 extern void stats_at_xact_end(void);
 extern void stats_redis_count(StatsRedisCounter counter);
 extern void stats_redis_acquired(TimestampTz started);
+extern void stats_rejected_resource(const char *resource, bool stale);
 
 extern void stats_progress_begin(StatsProgressCommand command);
 extern void stats_progress_table(Oid relid, int64 pages, double reltuples,
@@ -94,5 +95,8 @@ extern void stats_redis_reset(void);
 extern Size stats_progress_shmem_size(void);
 extern void stats_progress_shmem_startup(void);
 extern void stats_progress_init(void);
+extern Size stats_resources_shmem_size(void);
+extern void stats_resources_shmem_startup(void);
+extern void stats_resources_reset(void);
 
 #endif							/* FENCING_STATS_H */
