@@ -20,7 +20,9 @@
  * even and unchanged.  A slot is given back when its run ends, when its
  * transaction aborts (an error ends the run: fence_attach_concurrently()
  * commits between batches, so the end of a transaction is not the end of
- * the run) and when its backend exits.
+ * the run), when the subtransaction it began in aborts (an exception block
+ * caught its error; the subtransactions it begins itself to try a lock do
+ * not end it) and when its backend exits.
  *
  * The NOTICE comes at most every fencing.progress_notice_interval, after a
  * batch that leaves some of the table to read: the share of the table's pages read (a batch reads whole pages,
@@ -99,6 +101,7 @@ static ProgressSlot *my_slot = NULL;
 static bool running = false;
 static ProgressSlot mine;
 static TimestampTz last_notice = 0;
+static int	begin_nest_level = 0;	/* the subtransaction it began in */
 
 PG_FUNCTION_INFO_V1(fence_progress_data);
 
@@ -171,6 +174,15 @@ progress_xact_callback(XactEvent event, void *arg)
 }
 
 static void
+progress_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						  SubTransactionId parentSubid, void *arg)
+{
+	if (running && event == SUBXACT_EVENT_ABORT_SUB &&
+		GetCurrentTransactionNestLevel() <= begin_nest_level)
+		progress_release();
+}
+
+static void
 progress_exit(int code, Datum arg)
 {
 	progress_release();
@@ -193,6 +205,7 @@ stats_progress_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	RegisterXactCallback(progress_xact_callback, NULL);
+	RegisterSubXactCallback(progress_subxact_callback, NULL);
 }
 
 /*
@@ -217,6 +230,7 @@ stats_progress_begin(StatsProgressCommand command)
 	mine.started = GetCurrentTimestamp();
 	mine.rows_estimate = -1;
 	running = true;
+	begin_nest_level = GetCurrentTransactionNestLevel();
 	last_notice = mine.started;
 	if (shared == NULL)
 		return;

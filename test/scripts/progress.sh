@@ -10,7 +10,8 @@
 # phase, the pages and rows read of the estimate, the batches, a rate and a
 # time left; what a role without privileges sees of another's run; the
 # NOTICEs, with the interval at 0 (every batch); the row gone when the run
-# ends, and when it fails (cancelled) in a backend that lives on.
+# ends, and when it fails (cancelled) in a backend that lives on, also when
+# an exception block catches the error.
 #
 # Prints one "ok - ..." or "not ok - ..." line per assertion.
 #
@@ -109,6 +110,17 @@ sql postgres -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE appli
 wait "$checking"
 expect "the cancelled check's backend lives on, its row is gone" \
 	"$(sql postgres -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'checker'")|$(sql postgres -c 'SELECT count(*) FROM fence_progress')" \
+	"1|0"
+# the same, the cancel caught by an exception block: the run has ended,
+# though its transaction goes on and commits
+(sess checker "DO \$\$ BEGIN PERFORM * FROM fence_check_coverage('big', repair => true); EXCEPTION WHEN query_canceled THEN RAISE NOTICE 'caught'; END \$\$;") &
+checking=$!
+check "the check in an exception block waits for the held mark" wait_blocked checker
+expect "fence_progress shows it" "$(sql postgres -c 'SELECT count(*) FROM fence_progress')" "1"
+sql postgres -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'checker'" >/dev/null
+wait "$checking"
+expect "the cancel caught, the block ended well, and the run's row is gone" \
+	"$(grep -c 'NOTICE:  caught' "$SESS_DIR/checker.out")|$(sql postgres -c 'SELECT count(*) FROM fence_progress')" \
 	"1|0"
 expect "with the interval at -1, no progress NOTICE" \
 	"$(grep -c 'read, .* batches' "$SESS_DIR/checker.out" || true)" "0"
