@@ -4,7 +4,9 @@
  *	  Counters of what the guard trigger did, per guarded table; the
  *	  function behind the view fence_stat_info, and fence_stat_reset().
  *	  The view fence_stat_tables is read in stats_tables.c, the Redis
- *	  functions' counters are in stats_redis.c.
+ *	  functions' counters are in stats_redis.c, the rejected resources in
+ *	  stats_resources.c, and the progress of the long calls in
+ *	  stats_progress.c; their shared memory is asked for here.
  *
  * When the library is in shared_preload_libraries, the counters are
  * cluster-wide, in shared memory: a hash table with room for
@@ -564,9 +566,9 @@ fence_stat_info_data(PG_FUNCTION_ARGS)
 
 /*
  * fence_stat_reset()
- *		Set every counter back to zero, the Redis and resource ones too: in shared mode,
- *		those of every database, dropping the entries, so that tables dropped since free
- *		their room; otherwise this backend's.
+ *		Set every counter back to zero, the Redis and resource ones too: in
+ *		shared mode, those of every database, dropping the entries, so that
+ *		tables dropped since free their room; otherwise this backend's.
  */
 Datum
 fence_stat_reset(PG_FUNCTION_ARGS)
