@@ -25,9 +25,10 @@
  * not end it) and when its backend exits.
  *
  * The NOTICE comes at most every fencing.progress_notice_interval, after a
- * batch that leaves some of the table to read: the share of the table's pages read (a batch reads whole pages,
- * in order, up to the number the table had at the start), the rows, the
- * rate, and the time left at that rate.
+ * batch that leaves some of the table to read: the share of the table's
+ * pages read (a batch reads whole pages, in order, up to the number the
+ * table had at the start), the rows, the rate, and the time left at that
+ * rate.
  *
  * IDENTIFICATION
  *	  src/stats/stats_progress.c
