@@ -41,10 +41,16 @@ UPDATE r5_cols SET tok = 1, val = 'b';
 \echo :SQLSTATE
 SELECT id, tok FROM r5_cols;
 SELECT fence_advance('when:1', 50);
-INSERT INTO r5_when VALUES (1, 10, NULL);
+-- a row the condition lets through reaches the guard, which refuses it;
+-- a row the condition skips never reaches it, and goes in: such a trigger
+-- must be fixed, and both reports name it
+INSERT INTO r5_when VALUES (1, 10, 'x');
 \echo :SQLSTATE
-SELECT count(*) AS stale_rows_in FROM r5_when;
+INSERT INTO r5_when VALUES (1, 10, NULL);
+SELECT count(*) AS skipped_rows_in FROM r5_when;
 SELECT table_name, trigger_name, before_row FROM fence_guarded_tables
+WHERE table_name IN ('r5_cols'::regclass, 'r5_when'::regclass) ORDER BY 1;
+SELECT table_name, rows, resources, uncovered FROM fence_check_coverage()
 WHERE table_name IN ('r5_cols'::regclass, 'r5_when'::regclass) ORDER BY 1;
 DROP TABLE r5_cols, r5_when;
 

@@ -193,3 +193,17 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.fence_forget_idle(interval, text) IS 'delete the marks whose last move committed longer ago than a grace period (optionally only resources LIKE a pattern), skipping any a running transaction holds; returns how many';
+
+-- Foreign tables are written on their own servers, outside any guard of
+-- this database: the event trigger now also runs at CREATE FOREIGN TABLE
+-- (... PARTITION OF or INHERITS a guarded table: refused, TF013) and ALTER
+-- FOREIGN TABLE (... INHERIT one: refused).  It also refuses, at CREATE
+-- [OR REPLACE] TRIGGER, a guard with an UPDATE OF list or a WHEN condition
+-- (TF010) or one replacing a guard of another resource template, and
+-- ALTER COLUMN ... TYPE of a placeholder column (TF014).
+DROP EVENT TRIGGER fence_ddl_guard;
+CREATE EVENT TRIGGER fence_ddl_guard ON ddl_command_end
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'ALTER TYPE', 'CREATE TRIGGER',
+				 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE')
+	EXECUTE FUNCTION @extschema@.fence_ddl_guard();
+ALTER EVENT TRIGGER fence_ddl_guard ENABLE ALWAYS;

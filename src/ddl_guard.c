@@ -27,8 +27,11 @@
  *	 as triggers of its own.  Unfencing it is then an explicit DROP
  *	 TRIGGER or fence_detach().
  * - ALTER TYPE ... RENAME VALUE of an enum that a guard's resource
- *	 template names: the rows would move to resources without marks, so
- *	 it is refused.
+ *	 template names, ALTER COLUMN ... TYPE of a column it names, and CREATE
+ *	 OR REPLACE TRIGGER of a guard with another template: the rows would
+ *	 move to resources without marks, so they are refused.
+ * - CREATE [OR REPLACE] TRIGGER of a guard with an UPDATE OF list or a
+ *	 WHEN condition, which would not fire for every row: refused.
  *
  * At ddl_command_start, DROP EXTENSION fencing CASCADE is refused while
  * fence_token columns or guard triggers exist outside the extension: it
@@ -59,6 +62,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/event_trigger.h"
@@ -68,8 +72,10 @@
 #include "extension.h"
 #include "fence_token.h"
 #include "fencing_errcodes.h"
+#include "guard_config.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "parser/parse_type.h"
 #include "resource_template.h"
 #include "utils/builtins.h"
@@ -278,6 +284,32 @@ ddl_fence_tree(Oid relid, GuardFuncs *funcs)
 		ddl_fence_from(lfirst_oid(lc), ddl_parents(lfirst_oid(lc)), funcs);
 }
 
+/*
+ * Refuse a foreign table at relid or below it, joining a hierarchy guarded
+ * at parent: its rows are written on its own server, outside any guard,
+ * and have no marks here.  (The guard refuses them when it fires, too.)
+ */
+static void
+ddl_refuse_foreign(Oid relid, Oid parent, GuardFuncs *funcs)
+{
+	ListCell   *lc;
+
+	if (ddl_triggers_calling(parent, funcs->guard) == NIL &&
+		ddl_inherited_triggers(ddl_parents(parent), funcs->guard) == NIL)
+		return;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_FOREIGN_TABLE)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_FOREIGN_TABLE),
+				 errmsg("foreign table \"%s\" cannot join guarded table \"%s\"",
+						get_rel_name(lfirst_oid(lc)), get_rel_name(parent)),
+				 errdetail("A foreign table's rows are written on its own server, where no guard of this database checks them, and have no marks here."),
+				 errhint("Keep foreign tables out of guarded hierarchies, and guard their rows on the server that holds them.")));
+	}
+}
+
 /* The relation an event's statement names; it exists at ddl_command_end. */
 static Oid
 ddl_relid(RangeVar *rv)
@@ -285,31 +317,127 @@ ddl_relid(RangeVar *rv)
 	return RangeVarGetRelid(rv, NoLock, true);
 }
 
-/* CREATE TABLE ... INHERITS or PARTITION OF: fence the new table. */
+/*
+ * CREATE [FOREIGN] TABLE ... INHERITS or PARTITION OF: fence the new
+ * table, or refuse a foreign one under a guard.
+ */
 static void
 ddl_create_table(CreateStmt *stmt, GuardFuncs *funcs)
 {
 	Oid			relid;
+	ListCell   *lc;
 
 	if (stmt->inhRelations == NIL)
 		return;
 	relid = ddl_relid(stmt->relation);
 	if (!OidIsValid(relid))
 		return;
+	foreach(lc, ddl_parents(relid))
+		ddl_refuse_foreign(relid, lfirst_oid(lc), funcs);
 	ddl_fence_tree(relid, funcs);
 	if (get_rel_relispartition(relid))
 		(void) ddl_clone_truncate_guards(get_partition_parent(relid, false),
 										 funcs->truncate_guard);
 }
 
-/* CREATE TRIGGER: a TRUNCATE guard on a partitioned table is cloned. */
+/*
+ * CREATE [OR REPLACE] TRIGGER: a guard with an UPDATE OF list or a WHEN
+ * condition is refused (guard_refuse_shape); a TRUNCATE guard on a
+ * partitioned table is cloned.
+ */
 static void
 ddl_create_trigger(CreateTrigStmt *stmt, GuardFuncs *funcs)
 {
 	Oid			relid = ddl_relid(stmt->relation);
+	Relation	rel;
+	int			i;
 
-	if (OidIsValid(relid))
-		(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
+	if (!OidIsValid(relid))
+		return;
+	rel = table_open(relid, AccessShareLock);
+	for (i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		if (trigger->tgfoid == funcs->guard &&
+			strcmp(trigger->tgname, stmt->trigname) == 0)
+			guard_refuse_shape(trigger, rel);
+	}
+	table_close(rel, AccessShareLock);
+	(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
+}
+
+/* A guard trigger's resource template; "" in row scope. */
+static const char *
+ddl_guard_template(Trigger *trigger)
+{
+	return trigger->tgnargs >= 2 ? trigger->tgargs[1] : "";
+}
+
+/*
+ * At the start of CREATE OR REPLACE TRIGGER: refuse to replace a guard by
+ * one with another resource template.  Every row would be renamed to a
+ * resource without a mark, as by ALTER TYPE ... RENAME VALUE below.
+ */
+static void
+ddl_replace_trigger(CreateTrigStmt *stmt, GuardFuncs *funcs)
+{
+	Oid			relid;
+	const char *template;
+	ListCell   *lc;
+
+	if (!stmt->replace || stmt->isconstraint)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid) ||
+		LookupFuncName(stmt->funcname, 0, NULL, true) != funcs->guard)
+		return;
+	template = list_length(stmt->args) >= 2 ?
+		strVal(lsecond(stmt->args)) : "";
+	foreach(lc, ddl_triggers_calling(relid, funcs->guard))
+	{
+		Trigger    *trigger = (Trigger *) lfirst(lc);
+
+		if (strcmp(trigger->tgname, stmt->trigname) != 0 ||
+			strcmp(ddl_guard_template(trigger), template) == 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_RESOURCE_RENAME),
+				 errmsg("cannot replace guard trigger \"%s\" on table \"%s\" by one with another resource template",
+						trigger->tgname, get_rel_name(relid)),
+				 errdetail("The template \"%s\" would become \"%s\": every row would move to a resource without a mark, and any token would be accepted for it.",
+						   ddl_guard_template(trigger), template),
+				 errhint("Drop the trigger and guard the table again with fence_attach(), which seeds the new resources' marks from the rows' tokens.")));
+	}
+}
+
+static bool ddl_template_names(const char *template, const char *column);
+
+/*
+ * ALTER TABLE ... ALTER COLUMN ... TYPE of a column a guard's resource
+ * template names: refuse it.  The text of the rows' values may change
+ * (numeric 42.5 as integer is 43), which would move them to resources
+ * without marks.  At ddl_command_end, so the rewrite is undone with it.
+ */
+static void
+ddl_alter_column_type(Oid relid, const char *column, GuardFuncs *funcs)
+{
+	ListCell   *lc;
+
+	foreach(lc, ddl_triggers_calling(relid, funcs->guard))
+	{
+		Trigger    *trigger = (Trigger *) lfirst(lc);
+
+		if (!ddl_template_names(ddl_guard_template(trigger), column))
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_RESOURCE_RENAME),
+				 errmsg("cannot change the type of column \"%s\" of table \"%s\", which names fenced resources",
+						column, get_rel_name(relid)),
+				 errdetail("Column \"%s\" is in the resource template \"%s\" of trigger \"%s\"; rows whose value reads differently in the new type would move to resources without marks.",
+						   column, ddl_guard_template(trigger), trigger->tgname),
+				 errhint("Detach the guard (fence_detach()), change the type, and guard the table again with fence_attach(), which seeds the new resources' marks from the rows' tokens.")));
+	}
 }
 
 /* ALTER TABLE ... INHERIT, ATTACH PARTITION, DETACH PARTITION. */
@@ -329,6 +457,8 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 		switch (cmd->subtype)
 		{
 			case AT_AddInherit:
+				ddl_refuse_foreign(relid,
+								   ddl_relid((RangeVar *) cmd->def), funcs);
 				ddl_fence_tree(relid, funcs);
 				(void) attach_seed_joined(relid, funcs->guard);
 				break;
@@ -336,6 +466,7 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 				partid = ddl_relid(((PartitionCmd *) cmd->def)->name);
 				if (OidIsValid(partid))
 				{
+					ddl_refuse_foreign(partid, relid, funcs);
 					ddl_fence_tree(partid, funcs);
 					(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
 					(void) attach_seed_joined(partid, funcs->guard);
@@ -352,6 +483,9 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 					/* Its partitions lost the clones of its own clone. */
 					(void) ddl_clone_truncate_guards(partid, funcs->truncate_guard);
 				}
+				break;
+			case AT_AlterColumnType:
+				ddl_alter_column_type(relid, cmd->name, funcs);
 				break;
 			case AT_EnableTrig:
 			case AT_EnableAlwaysTrig:
@@ -545,13 +679,20 @@ fence_ddl_guard(PG_FUNCTION_ARGS)
 	{
 		case T_CreateTrigStmt:
 			if (strcmp(trigdata->event, "ddl_command_start") == 0)
+			{
+				ddl_replace_trigger((CreateTrigStmt *) parsetree, &funcs);
 				ddl_make_room_for_trigger((CreateTrigStmt *) parsetree,
 										  funcs.truncate_guard);
+			}
 			else
 				ddl_create_trigger((CreateTrigStmt *) parsetree, &funcs);
 			break;
 		case T_CreateStmt:
 			ddl_create_table((CreateStmt *) parsetree, &funcs);
+			break;
+		case T_CreateForeignTableStmt:
+			ddl_create_table(&((CreateForeignTableStmt *) parsetree)->base,
+							 &funcs);
 			break;
 		case T_AlterTableStmt:
 			ddl_alter_table((AlterTableStmt *) parsetree, &funcs);

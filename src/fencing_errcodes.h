@@ -40,6 +40,10 @@
 #define ERRCODE_FENCING_TOKEN_STEP		MAKE_SQLSTATE('T','F','0','1','1')
 /* TRUNCATE of the marks table (the trigger is SQL: fencing--1.2--1.3.sql). */
 #define ERRCODE_FENCING_MARKS_TRUNCATE	MAKE_SQLSTATE('T','F','0','1','2')
+/* A foreign table where a guard would have to fence it. */
+#define ERRCODE_FENCING_FOREIGN_TABLE	MAKE_SQLSTATE('T','F','0','1','3')
+/* DDL that would rename the resources of a guarded table's rows. */
+#define ERRCODE_FENCING_RESOURCE_RENAME	MAKE_SQLSTATE('T','F','0','1','4')
 
 /* This build of fencing has no Redis support (built without hiredis). */
 #define ERRCODE_FENCING_REDIS_NOT_BUILT	MAKE_SQLSTATE('T','F','1','0','0')

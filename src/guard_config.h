@@ -37,5 +37,6 @@ extern void guard_config_init(void);
 extern void guard_config_at_xact_end(void);
 extern GuardConfig *guard_config(FunctionCallInfo fcinfo, Trigger *trigger,
 								 Relation rel);
+extern void guard_refuse_shape(Trigger *trigger, Relation rel);
 
 #endif							/* GUARD_CONFIG_H */
