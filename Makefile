@@ -24,6 +24,7 @@ OBJS = \
 	src/fence_token.o \
 	src/fenced_settings.o \
 	src/fencing.o \
+	src/guard_conflict.o \
 	src/guard_config.o \
 	src/marks.o \
 	src/marks_cache.o \

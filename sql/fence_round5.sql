@@ -172,7 +172,8 @@ UPDATE r5_vv SET tok = DEFAULT WHERE id = 1;
 SELECT fence_mark('v:1');
 -- a token the statement writes through the view is fine
 INSERT INTO r5_vv (id, tok, val) VALUES (1, 11, 'b');
--- a view over a view inherits nothing, but its own default counts
+-- through a view over that view, whose INSERT takes the inner view's
+-- default, or a default of its own
 CREATE VIEW r5_vvv AS SELECT * FROM r5_vv;
 INSERT INTO r5_vvv (id, val) VALUES (1, 'through two views');
 \echo :SQLSTATE

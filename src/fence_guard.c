@@ -43,6 +43,7 @@
 #include "fencing.h"
 #include "fencing_errcodes.h"
 #include "guard_config.h"
+#include "guard_conflict.h"
 #include "lib/stringinfo.h"
 #include "marks.h"
 #include "pg_compat.h"
@@ -161,11 +162,15 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
  * - neither: the write is rejected.
  *
  * *stamp says whether the token differs from the row's, which must then
- * carry it.  In row scope (resource NULL) nothing is declared.
+ * carry it.  *step is how far above the mark the token may be: a token
+ * the statement alone supplies is bounded by fencing.max_token_step, a
+ * declared one is not (0).  In row scope (resource NULL) nothing is
+ * declared.
  */
 static FenceToken
 guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
-			Trigger *trigger, Relation rel, AttrNumber attnum, bool *stamp)
+			Trigger *trigger, Relation rel, AttrNumber attnum, bool *stamp,
+			FenceToken *step)
 {
 	FenceToken	declared = 0;
 	bool		isnull = true;
@@ -177,12 +182,14 @@ guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
 	if (resource != NULL && declared_lookup(resource, &declared))
 	{
 		*stamp = isnull || DatumGetFenceToken(value) != declared;
+		*step = 0;
 		return declared;
 	}
 	if (!statement_sets || isnull)
 		guard_no_token(resource, trigger, rel, trigger->tgargs[0],
 					   statement_sets);
 	*stamp = false;
+	*step = guard_max_token_step();
 	return DatumGetFenceToken(value);
 }
 
@@ -232,6 +239,39 @@ guard_row_floor(const char *resource, HeapTuple oldtuple, Relation rel,
 			 stale_hint_token_sources(token, DatumGetFenceToken(value))));
 }
 
+/*
+ * An INSERT of an INSERT ... ON CONFLICT DO NOTHING (guard_conflict.c).  A
+ * row that conflicts with one there will not go in: its token is checked
+ * against the mark, which is not raised.  Otherwise the mark is checked
+ * and raised as for any insert; if a conflicting row went in meanwhile
+ * (the check may have waited for the mark's lock, held by its inserter),
+ * the raise would stand without the row, so the statement fails with a
+ * serialization failure, to be retried.
+ */
+static HeapTuple
+guard_insert_or_nothing(Relation rel, HeapTuple newtuple,
+						const char *resource, FenceToken token, bool strict,
+						FenceToken step)
+{
+	FenceToken	mark;
+
+	if (guard_row_conflicts(rel, newtuple))
+	{
+		if (marks_read(resource, &mark) && token < mark)
+			marks_report_stale(resource, NULL, NULL, token, mark);
+		return newtuple;
+	}
+	marks_check(resource, token, strict, step);
+	if (guard_row_conflicts(rel, newtuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to a concurrent insert into table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errdetail("A row this INSERT ... ON CONFLICT DO NOTHING conflicts with was inserted while the mark of resource \"%s\" was checked.",
+						   resource)));
+	return newtuple;
+}
+
 /* Row scope: the row's own token column is its mark. */
 static HeapTuple
 guard_row_scope(TriggerData *trigdata, GuardConfig *config)
@@ -244,6 +284,7 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 	Datum		old;
 	bool		oldnull;
 	bool		stamp;
+	FenceToken	step;
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		ereport(ERROR,
@@ -263,7 +304,8 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 
 	newtuple = trigdata->tg_newtuple;
 	token = guard_token(NULL, guard_update_sets_token(trigdata, config->token_attnum),
-						newtuple, trigger, rel, config->token_attnum, &stamp);
+						newtuple, trigger, rel, config->token_attnum, &stamp,
+						&step);
 
 	/*
 	 * In strict mode an equal token is stale, unless this transaction wrote
@@ -298,6 +340,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	FenceToken	new_token = 0;
 	bool		statement_sets;
 	bool		stamp;
+	FenceToken	step;
 
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
@@ -309,9 +352,9 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 			old_token = moving_row.token;
 		else
 			old_token = guard_token(old_resource, false, NULL, trigger, rel,
-									attnum, &stamp);
+									attnum, &stamp, &step);
 		moving_row.valid = false;
-		marks_check(old_resource, old_token, config->strict);
+		marks_check(old_resource, old_token, config->strict, 0);
 		guard_row_floor(old_resource, oldtuple, rel, attnum, old_token);
 		return oldtuple;
 	}
@@ -330,14 +373,17 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	new_resource = guard_resource(config, trigger, newtuple, tupdesc);
 
 	new_token = guard_token(new_resource, statement_sets, newtuple, trigger,
-							rel, attnum, &stamp);
+							rel, attnum, &stamp, &step);
 	stmt_tuple = newtuple;		/* the statement's token, for the old resource */
 	if (stamp)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
+	if (old_resource == NULL && guard_do_nothing_running())
+		return guard_insert_or_nothing(rel, newtuple, new_resource, new_token,
+									   config->strict, step);
 	if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)
 	{
-		marks_check(new_resource, new_token, config->strict);
+		marks_check(new_resource, new_token, config->strict, step);
 		if (old_resource != NULL)
 			guard_row_floor(new_resource, oldtuple, rel, attnum, new_token);
 	}
@@ -348,17 +394,19 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		 * allowed on both.  Lock the marks in a fixed order, so that two
 		 * rows moving opposite ways cannot deadlock on them.
 		 */
+		FenceToken	old_step;
+
 		old_token = guard_token(old_resource, statement_sets, stmt_tuple,
-								trigger, rel, attnum, &stamp);
+								trigger, rel, attnum, &stamp, &old_step);
 		if (strcmp(old_resource, new_resource) < 0)
 		{
-			marks_check(old_resource, old_token, config->strict);
-			marks_check(new_resource, new_token, config->strict);
+			marks_check(old_resource, old_token, config->strict, old_step);
+			marks_check(new_resource, new_token, config->strict, step);
 		}
 		else
 		{
-			marks_check(new_resource, new_token, config->strict);
-			marks_check(old_resource, old_token, config->strict);
+			marks_check(new_resource, new_token, config->strict, step);
+			marks_check(old_resource, old_token, config->strict, old_step);
 		}
 		guard_row_floor(old_resource, oldtuple, rel, attnum, old_token);
 	}

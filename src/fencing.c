@@ -20,6 +20,7 @@
 #include "fencing.h"
 #include "fmgr.h"
 #include "guard_config.h"
+#include "guard_conflict.h"
 #include "marks.h"
 #include "pg_compat.h"
 #include "redis_settings.h"
@@ -171,6 +172,7 @@ fencing_xact_callback(XactEvent event, void *arg)
 			declared_at_xact_end();
 			marks_at_xact_end();
 			guard_config_at_xact_end();
+			guard_conflict_at_xact_end();
 			stats_at_xact_end();
 			merges_running = 0;
 			loaded_in_portal = NULL;
@@ -199,6 +201,7 @@ _PG_init(void)
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = fencing_ProcessUtility;
 	fencing_note_load();
+	guard_conflict_init();
 	redis_settings_init();
 	fenced_settings_init();
 	fenced_lock_init();
