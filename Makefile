@@ -26,6 +26,7 @@ OBJS = \
 	src/fencing.o \
 	src/guard_conflict.o \
 	src/guard_config.o \
+	src/guard_views.o \
 	src/marks.o \
 	src/marks_cache.o \
 	src/marks_hint.o \

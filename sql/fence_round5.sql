@@ -170,8 +170,11 @@ INSERT INTO r5_vv (id, val) VALUES (1, 'tokenless');
 UPDATE r5_vv SET tok = DEFAULT WHERE id = 1;
 \echo :SQLSTATE
 SELECT fence_mark('v:1');
--- a token the statement writes through the view is fine
+-- a token the statement writes through the view is fine; DEFAULT in any
+-- row of a VALUES list is not
 INSERT INTO r5_vv (id, tok, val) VALUES (1, 11, 'b');
+INSERT INTO r5_vv VALUES (1, 11, 'c'), (1, DEFAULT, 'd');
+\echo :SQLSTATE
 -- through a view over that view, whose INSERT takes the inner view's
 -- default, or a default of its own
 CREATE VIEW r5_vvv AS SELECT * FROM r5_vv;

@@ -21,6 +21,7 @@
 #include "fmgr.h"
 #include "guard_config.h"
 #include "guard_conflict.h"
+#include "guard_views.h"
 #include "marks.h"
 #include "pg_compat.h"
 #include "redis_settings.h"
@@ -202,6 +203,7 @@ _PG_init(void)
 	ProcessUtility_hook = fencing_ProcessUtility;
 	fencing_note_load();
 	guard_conflict_init();
+	guard_views_init();
 	redis_settings_init();
 	fenced_settings_init();
 	fenced_lock_init();

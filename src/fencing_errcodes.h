@@ -44,6 +44,8 @@
 #define ERRCODE_FENCING_FOREIGN_TABLE	MAKE_SQLSTATE('T','F','0','1','3')
 /* DDL that would rename the resources of a guarded table's rows. */
 #define ERRCODE_FENCING_RESOURCE_RENAME	MAKE_SQLSTATE('T','F','0','1','4')
+/* A view's DEFAULT would stand in for a guarded table's token. */
+#define ERRCODE_FENCING_VIEW_DEFAULT	MAKE_SQLSTATE('T','F','0','1','5')
 
 /* This build of fencing has no Redis support (built without hiredis). */
 #define ERRCODE_FENCING_REDIS_NOT_BUILT	MAKE_SQLSTATE('T','F','1','0','0')
