@@ -16,6 +16,7 @@ OBJS = \
 	src/adopt/attach_seed.o \
 	src/adopt/ddl_guard.o \
 	src/adopt/ddl_partitions.o \
+	src/adopt/ddl_renames.o \
 	src/core/fence_token.o \
 	src/core/resource.o \
 	src/core/token_parse.o \

@@ -29,7 +29,10 @@
  * - ALTER TYPE ... RENAME VALUE of an enum that a guard's resource
  *	 template names, ALTER COLUMN ... TYPE of a column it names, and CREATE
  *	 OR REPLACE TRIGGER of a guard with another template: the rows would
- *	 move to resources without marks, so they are refused.
+ *	 move to resources without marks, so they are refused (ddl_renames.c).
+ * - a foreign table joining a guarded hierarchy (ATTACH PARTITION,
+ *	 INHERIT, CREATE FOREIGN TABLE ... PARTITION OF or INHERITS): its rows
+ *	 are written on its own server, outside any guard: refused.
  * - CREATE [OR REPLACE] TRIGGER of a guard with an UPDATE OF list or a
  *	 WHEN condition, which would not fire for every row: refused.
  *
@@ -99,40 +102,6 @@ ddl_guard_funcs(FunctionCallInfo fcinfo, GuardFuncs *funcs)
 	funcs->guard = extension_func(funcs->extnsp, "fence_guard", 0, NULL);
 	funcs->truncate_guard = extension_func(funcs->extnsp,
 										   "fence_truncate_guard", 0, NULL);
-}
-
-/*
- * Copies of the triggers of relid that call funcoid, in the caller's
- * memory context; NIL if it has none.
- */
-static List *
-ddl_triggers_calling(Oid relid, Oid funcoid)
-{
-	Relation	rel = table_open(relid, AccessShareLock);
-	List	   *result = NIL;
-	int			i;
-
-	if (rel->trigdesc != NULL)
-	{
-		for (i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *trigger = &rel->trigdesc->triggers[i];
-			Trigger    *copy;
-			int			j;
-
-			if (trigger->tgfoid != funcoid)
-				continue;
-			copy = palloc(sizeof(Trigger));
-			*copy = *trigger;
-			copy->tgname = pstrdup(trigger->tgname);
-			copy->tgargs = palloc(Max(trigger->tgnargs, 1) * sizeof(char *));
-			for (j = 0; j < trigger->tgnargs; j++)
-				copy->tgargs[j] = pstrdup(trigger->tgargs[j]);
-			result = lappend(result, copy);
-		}
-	}
-	table_close(rel, AccessShareLock);
-	return result;
 }
 
 /* The direct parents of relid, by inheritance or partitioning. */
@@ -364,79 +333,6 @@ ddl_create_trigger(CreateTrigStmt *stmt, GuardFuncs *funcs)
 	(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
 }
 
-/* A guard trigger's resource template; "" in row scope. */
-static const char *
-ddl_guard_template(Trigger *trigger)
-{
-	return trigger->tgnargs >= 2 ? trigger->tgargs[1] : "";
-}
-
-/*
- * At the start of CREATE OR REPLACE TRIGGER: refuse to replace a guard by
- * one with another resource template.  Every row would be renamed to a
- * resource without a mark, as by ALTER TYPE ... RENAME VALUE below.
- */
-static void
-ddl_replace_trigger(CreateTrigStmt *stmt, GuardFuncs *funcs)
-{
-	Oid			relid;
-	const char *template;
-	ListCell   *lc;
-
-	if (!stmt->replace || stmt->isconstraint)
-		return;
-	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-	if (!OidIsValid(relid) ||
-		LookupFuncName(stmt->funcname, 0, NULL, true) != funcs->guard)
-		return;
-	template = list_length(stmt->args) >= 2 ?
-		strVal(lsecond(stmt->args)) : "";
-	foreach(lc, ddl_triggers_calling(relid, funcs->guard))
-	{
-		Trigger    *trigger = (Trigger *) lfirst(lc);
-
-		if (strcmp(trigger->tgname, stmt->trigname) != 0 ||
-			strcmp(ddl_guard_template(trigger), template) == 0)
-			continue;
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_RESOURCE_RENAME),
-				 errmsg("cannot replace guard trigger \"%s\" on table \"%s\" by one with another resource template",
-						trigger->tgname, get_rel_name(relid)),
-				 errdetail("The template \"%s\" would become \"%s\": every row would move to a resource without a mark, and any token would be accepted for it.",
-						   ddl_guard_template(trigger), template),
-				 errhint("Drop the trigger and guard the table again with fence_attach(), which seeds the new resources' marks from the rows' tokens.")));
-	}
-}
-
-static bool ddl_template_names(const char *template, const char *column);
-
-/*
- * ALTER TABLE ... ALTER COLUMN ... TYPE of a column a guard's resource
- * template names: refuse it.  The text of the rows' values may change
- * (numeric 42.5 as integer is 43), which would move them to resources
- * without marks.  At ddl_command_end, so the rewrite is undone with it.
- */
-static void
-ddl_alter_column_type(Oid relid, const char *column, GuardFuncs *funcs)
-{
-	ListCell   *lc;
-
-	foreach(lc, ddl_triggers_calling(relid, funcs->guard))
-	{
-		Trigger    *trigger = (Trigger *) lfirst(lc);
-
-		if (!ddl_template_names(ddl_guard_template(trigger), column))
-			continue;
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_RESOURCE_RENAME),
-				 errmsg("cannot change the type of column \"%s\" of table \"%s\", which names fenced resources",
-						column, get_rel_name(relid)),
-				 errdetail("Column \"%s\" is in the resource template \"%s\" of trigger \"%s\"; rows whose value reads differently in the new type would move to resources without marks.",
-						   column, ddl_guard_template(trigger), trigger->tgname),
-				 errhint("Detach the guard (fence_detach()), change the type, and guard the table again with fence_attach(), which seeds the new resources' marks from the rows' tokens.")));
-	}
-}
-
 /* ALTER TABLE ... INHERIT, ATTACH PARTITION, DETACH PARTITION. */
 static void
 ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
@@ -482,7 +378,7 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 				}
 				break;
 			case AT_AlterColumnType:
-				ddl_alter_column_type(relid, cmd->name, funcs);
+				ddl_alter_column_type(relid, cmd->name, funcs->guard);
 				break;
 			case AT_EnableTrig:
 			case AT_EnableAlwaysTrig:
@@ -493,95 +389,6 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 			default:
 				break;
 		}
-	}
-}
-
-/*
- * Whether a resource template has a placeholder naming column, read as the
- * guard reads it.  The reading stops at a brace the guard refuses: the
- * guard then refuses every write to the table, which a rename cannot
- * unfence.
- */
-static bool
-ddl_template_names(const char *template, const char *column)
-{
-	StringInfoData piece;
-	const char *p = template;
-	TemplatePiece kind;
-
-	initStringInfo(&piece);
-	while ((kind = resource_template_next(&p, &piece)) == TEMPLATE_LITERAL ||
-		   kind == TEMPLATE_COLUMN)
-	{
-		if (kind == TEMPLATE_COLUMN && strcmp(piece.data, column) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * ALTER TYPE ... RENAME VALUE: refuse it while a guard's template names a
- * column of that enum (or of a domain over it).  Renaming the value would
- * rename the resources of every row holding it, whose new names have no
- * marks: any token would then be accepted.
- */
-static void
-ddl_alter_enum(AlterEnumStmt *stmt, GuardFuncs *funcs)
-{
-	Oid			enumid;
-	Relation	tgrel;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	List	   *guarded = NIL;
-	ListCell   *lc;
-
-	if (stmt->oldVal == NULL)
-		return;					/* ADD VALUE names no existing row anew */
-	enumid = typenameTypeId(NULL, makeTypeNameFromNameList(stmt->typeName));
-
-	tgrel = table_open(TriggerRelationId, AccessShareLock);
-	scan = systable_beginscan(tgrel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tuple);
-
-		if (tg->tgfoid == funcs->guard && !OidIsValid(tg->tgparentid))
-			guarded = list_append_unique_oid(guarded, tg->tgrelid);
-	}
-	systable_endscan(scan);
-	table_close(tgrel, AccessShareLock);
-
-	foreach(lc, guarded)
-	{
-		Relation	rel = table_open(lfirst_oid(lc), AccessShareLock);
-		TupleDesc	tupdesc = RelationGetDescr(rel);
-		ListCell   *tc;
-
-		foreach(tc, ddl_triggers_calling(RelationGetRelid(rel), funcs->guard))
-		{
-			Trigger    *trigger = (Trigger *) lfirst(tc);
-			int			i;
-
-			if (trigger->tgnargs < 2)
-				continue;
-			for (i = 0; i < tupdesc->natts; i++)
-			{
-				Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-
-				if (att->attisdropped || getBaseType(att->atttypid) != enumid ||
-					!ddl_template_names(trigger->tgargs[1], NameStr(att->attname)))
-					continue;
-				ereport(ERROR,
-						(errcode(ERRCODE_FENCING_DDL_UNFENCES),
-						 errmsg("cannot rename a value of enum %s, which names fenced resources",
-								format_type_be(enumid)),
-						 errdetail("Column \"%s\" of table \"%s\" is in the resource template \"%s\" of trigger \"%s\"; rows holding the value would move to resources without marks.",
-								   NameStr(att->attname), RelationGetRelationName(rel),
-								   trigger->tgargs[1], trigger->tgname),
-						 errhint("Add a new value instead, and move the rows to it under their lock holders' tokens.")));
-			}
-		}
-		table_close(rel, AccessShareLock);
 	}
 }
 
@@ -677,7 +484,7 @@ fence_ddl_guard(PG_FUNCTION_ARGS)
 		case T_CreateTrigStmt:
 			if (strcmp(trigdata->event, "ddl_command_start") == 0)
 			{
-				ddl_replace_trigger((CreateTrigStmt *) parsetree, &funcs);
+				ddl_replace_trigger((CreateTrigStmt *) parsetree, funcs.guard);
 				ddl_make_room_for_trigger((CreateTrigStmt *) parsetree,
 										  funcs.truncate_guard);
 			}
@@ -695,7 +502,7 @@ fence_ddl_guard(PG_FUNCTION_ARGS)
 			ddl_alter_table((AlterTableStmt *) parsetree, &funcs);
 			break;
 		case T_AlterEnumStmt:
-			ddl_alter_enum((AlterEnumStmt *) parsetree, &funcs);
+			ddl_alter_enum((AlterEnumStmt *) parsetree, funcs.guard);
 			break;
 		case T_DropStmt:
 			ddl_drop_extension((DropStmt *) parsetree, &funcs);

@@ -30,11 +30,11 @@
  */
 #include "postgres.h"
 
+#include "core/core.h"
 #include "executor/executor.h"
 #include "guard/guard.h"
 #include "nodes/plannodes.h"
 #include "tcop/pquery.h"
-#include "core/token_parse.h"
 #include "utils/guc.h"
 #include "utils/portal.h"
 #include "utils/rel.h"
@@ -125,9 +125,9 @@ conflict_ExecutorEnd(QueryDesc *queryDesc)
 static bool
 conflict_step_check_hook(char **newval, void **extra, GucSource source)
 {
-	int64_t		value;
+	FenceToken	value;
 
-	if (token_parse(*newval, &value) != TOKEN_PARSE_OK)
+	if (!fence_token_from_cstring(*newval, &value))
 	{
 		GUC_check_errdetail("fencing.max_token_step must be a fence token: 0 to 9223372036854775807.");
 		return false;
