@@ -155,6 +155,19 @@ INSERT INTO r5_sep VALUES ('x', 'y:z', 10);
 -- values without a separator name what they always named
 INSERT INTO r5_sep VALUES ('x', 'y', 10);
 SELECT resource, token FROM fence_marks WHERE resource LIKE 'sep:%' ORDER BY 1;
+-- the last placeholder has no separator after it: any value
+INSERT INTO r5_sep VALUES ('w', 'v:u:{}', 5);
+-- a row written before 1.3 with such a value can still be deleted, under
+-- the name it always had; an UPDATE that keeps the value is refused
+ALTER TABLE r5_sep DISABLE TRIGGER fence;
+INSERT INTO r5_sep VALUES ('p:q', 'r', 7);
+ALTER TABLE r5_sep ENABLE TRIGGER fence;
+SELECT fence_use('sep:p:q:r', 7, is_local => false);
+UPDATE r5_sep SET b = 's' WHERE a = 'p:q';
+\echo :SQLSTATE
+DELETE FROM r5_sep WHERE a = 'p:q';
+\echo :SQLSTATE
+SELECT fence_use('sep:p:q:r', NULL);
 DROP TABLE r5_sep;
 
 -- section: a DEFAULT on a view's token column

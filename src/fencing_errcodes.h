@@ -46,6 +46,8 @@
 #define ERRCODE_FENCING_RESOURCE_RENAME	MAKE_SQLSTATE('T','F','0','1','4')
 /* A view's DEFAULT would stand in for a guarded table's token. */
 #define ERRCODE_FENCING_VIEW_DEFAULT	MAKE_SQLSTATE('T','F','0','1','5')
+/* A placeholder's value containing the separator after it in the template. */
+#define ERRCODE_FENCING_AMBIGUOUS_NAME	MAKE_SQLSTATE('T','F','0','1','6')
 
 /* This build of fencing has no Redis support (built without hiredis). */
 #define ERRCODE_FENCING_REDIS_NOT_BUILT	MAKE_SQLSTATE('T','F','1','0','0')

@@ -258,7 +258,7 @@ seed_read(SeedScan *scan, Relation rel, HTAB *seen)
 
 		resource = resource_template_name(config->parts, config->nparts,
 										  ExecFetchSlotHeapTuple(slot, false, NULL),
-										  tupdesc, trigger->tgname);
+										  tupdesc, trigger->tgname, false);
 		scan->rows++;
 		entry = hash_search(seen, &resource, HASH_ENTER, &found);
 		if (!found)

@@ -205,13 +205,17 @@ guard_update_sets_token(TriggerData *trigdata, AttrNumber attnum)
 		DatumGetFenceToken(oldvalue) != DatumGetFenceToken(newvalue);
 }
 
-/* The resource a row belongs to, by the trigger's template. */
+/*
+ * The resource a row belongs to, by the trigger's template.  A new row's
+ * value must not contain the separator that follows its placeholder
+ * (resource_template_name); an old row is named as it always was.
+ */
 static const char *
 guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
-			   TupleDesc tupdesc)
+			   TupleDesc tupdesc, bool new_row)
 {
 	return resource_template_name(config->parts, config->nparts, tuple,
-								  tupdesc, trigger->tgname);
+								  tupdesc, trigger->tgname, new_row);
 }
 
 /*
@@ -443,7 +447,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
-		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
+		old_resource = guard_resource(config, trigger, oldtuple, tupdesc, false);
 		if (moving_row.valid && moving_row.lxid == FencingLocalTransactionId() &&
 			moving_row.subid == GetCurrentSubTransactionId() &&
 			moving_row.relid == RelationGetRelid(rel) &&
@@ -467,9 +471,9 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	{
 		newtuple = trigdata->tg_newtuple;
 		statement_sets = guard_update_sets_token(trigdata, attnum);
-		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
+		old_resource = guard_resource(config, trigger, oldtuple, tupdesc, false);
 	}
-	new_resource = guard_resource(config, trigger, newtuple, tupdesc);
+	new_resource = guard_resource(config, trigger, newtuple, tupdesc, true);
 
 	new_token = guard_token(new_resource, statement_sets, newtuple, trigger,
 							rel, attnum, &stamp, &step);
@@ -544,7 +548,8 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	token = heap_getattr(newtuple, config->token_attnum, tupdesc, &isnull);
 	if (config->nparts == 0 || isnull)
 		return newtuple;
-	resource = guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc);
+	resource = guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc,
+							  false);
 	replica_raise(config->extnsp, resource, DatumGetFenceToken(token));
 
 	/* A row that moved raised both resources on the publisher. */
@@ -552,7 +557,7 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	{
 		const char *old_resource = guard_resource(config, trigdata->tg_trigger,
 												  trigdata->tg_trigtuple,
-												  tupdesc);
+												  tupdesc, false);
 
 		if (strcmp(old_resource, resource) != 0)
 			replica_raise(config->extnsp, old_resource, DatumGetFenceToken(token));

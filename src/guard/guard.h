@@ -58,7 +58,7 @@ pg_noreturn extern void resource_template_refuse(const char *template,
 extern const char *resource_template_name(TemplatePart *parts, int nparts,
 										  HeapTuple tuple,
 										  TupleDesc tupdesc,
-										  const char *tgname);
+										  const char *tgname, bool new_row);
 extern char *resource_template_sql(Relation rel, const char *template,
 								   TemplateColumnType column_type,
 								   StringInfo notnull);
