@@ -169,7 +169,15 @@ guard_conflict_init(void)
 	ExecutorStart_hook = conflict_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = conflict_ExecutorEnd;
-	if (ActivePortal != NULL && ActivePortal->status == PORTAL_ACTIVE)
+	/*
+	 * Loaded by the trigger of an INSERT whose start went unseen (no
+	 * preloading, the session's first fenced write): it may have ON
+	 * CONFLICT DO NOTHING.  Other statements are not assumed to, so that a
+	 * first COPY or UPDATE does not pay for the look; one that runs such
+	 * an INSERT inside a function is missed, as doc/guard.md says.
+	 */
+	if (ActivePortal != NULL && ActivePortal->status == PORTAL_ACTIVE &&
+		ActivePortal->commandTag == CMDTAG_INSERT)
 		loaded_in_portal = ActivePortal;
 }
 
