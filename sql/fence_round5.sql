@@ -127,6 +127,15 @@ UPDATE r5_oc SET tok = 9223372036854775807 WHERE id = 3;
 \echo :SQLSTATE
 UPDATE r5_oc SET tok = 100 + 1000000000000000 WHERE id = 3;
 SELECT fence_mark('oc:3');
+-- in row scope the row's token is its mark, bounded the same way
+CREATE TABLE r5_rows (id int, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON r5_rows
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok');
+INSERT INTO r5_rows VALUES (1, 100);
+UPDATE r5_rows SET tok = 9223372036854775807;
+\echo :SQLSTATE
+UPDATE r5_rows SET tok = 200;
+DROP TABLE r5_rows;
 -- a declared token, and fence_advance, may move it further
 BEGIN;
 SELECT fence_use('oc:3', 9000000000000000000, is_local => true);

@@ -422,6 +422,25 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 		  !TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(trigdata->tg_trigtuple->t_data)))))
 		marks_report_stale(NULL, RelationGetRelationName(rel), trigger->tgname,
 						   token, DatumGetFenceToken(old));
+
+	/* The row's token is its mark: fencing.max_token_step bounds it too. */
+	if (!oldnull && step > 0 && token > DatumGetFenceToken(old) &&
+		token - DatumGetFenceToken(old) > step)
+	{
+		char		offered[FENCE_TOKEN_TEXT_LEN];
+		char		current[FENCE_TOKEN_TEXT_LEN];
+		char		limit[FENCE_TOKEN_TEXT_LEN];
+
+		fence_token_to_cstring(token, offered);
+		fence_token_to_cstring(DatumGetFenceToken(old), current);
+		fence_token_to_cstring(step, limit);
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_TOKEN_STEP),
+				 errmsg("fence token %s for a row of table \"%s\" is too far above the row's token %s",
+						offered, RelationGetRelationName(rel), current),
+				 errdetail("A token may raise the row's token by at most fencing.max_token_step (%s).",
+						   limit)));
+	}
 	return newtuple;
 }
 
