@@ -109,6 +109,9 @@ SET ROLE regress_r5_inserter;
 INSERT INTO r5_oc VALUES (1, 9223372036854775807) ON CONFLICT DO NOTHING;
 RESET ROLE;
 SELECT fence_mark('oc:1');
+-- nor does an ON CONFLICT DO UPDATE that updates nothing raise it
+INSERT INTO r5_oc VALUES (1, 1000) ON CONFLICT (id) DO UPDATE SET tok = excluded.tok WHERE false;
+SELECT fence_mark('oc:1');
 -- a stale token is still rejected under ON CONFLICT DO NOTHING when the
 -- row would go in, and a fresh one goes in and raises the mark
 INSERT INTO r5_oc VALUES (2, 10);

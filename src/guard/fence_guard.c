@@ -343,9 +343,9 @@ guard_row_floor(const char *resource, HeapTuple oldtuple, Relation rel,
 }
 
 /*
- * An INSERT of an INSERT ... ON CONFLICT DO NOTHING (guard_conflict.c).  A
- * row that conflicts with one there will not go in: its token is checked
- * against the mark, which is not raised.  Otherwise the mark is checked
+ * An INSERT of an INSERT ... ON CONFLICT (guard_conflict.c).  A row that
+ * conflicts with one there will not go in: its token is checked against
+ * the mark, which is not raised (a DO UPDATE's update is checked as any).  Otherwise the mark is checked
  * and raised as for any insert; if a conflicting row went in meanwhile
  * (the check may have waited for the mark's lock, held by its inserter),
  * the raise would stand without the row, so the statement fails with a
@@ -370,7 +370,7 @@ guard_insert_or_nothing(Relation rel, HeapTuple newtuple,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to a concurrent insert into table \"%s\"",
 						RelationGetRelationName(rel)),
-				 errdetail("A row this INSERT ... ON CONFLICT DO NOTHING conflicts with was inserted while the mark of resource \"%s\" was checked.",
+				 errdetail("A row this INSERT ... ON CONFLICT conflicts with was inserted while the mark of resource \"%s\" was checked.",
 						   resource)));
 	return newtuple;
 }
@@ -500,7 +500,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	if (stamp)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
-	if (old_resource == NULL && guard_do_nothing_running())
+	if (old_resource == NULL && guard_on_conflict_running())
 		return guard_insert_or_nothing(rel, newtuple, new_resource, new_token,
 									   config->strict, step);
 	if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)

@@ -101,11 +101,11 @@ extern void guard_merges_init(void);
 extern void guard_merges_at_xact_end(void);
 extern bool guard_in_merge(void);
 
-/* INSERT ... ON CONFLICT DO NOTHING, fencing.max_token_step (guard_conflict.c) */
+/* INSERT ... ON CONFLICT, fencing.max_token_step (guard_conflict.c) */
 extern void guard_conflict_init(void);
 extern void guard_conflict_at_xact_end(void);
 extern FenceToken guard_max_token_step(void);
-extern bool guard_do_nothing_running(void);
+extern bool guard_on_conflict_running(void);
 extern bool guard_row_conflicts(Relation rel, HeapTuple tuple);
 
 /* view DEFAULTs over a token column (guard_views.c) */

@@ -2,7 +2,7 @@
  *
  * guard_conflict.c
  *	  What a statement's own token may do to a mark: INSERT ... ON
- *	  CONFLICT DO NOTHING raises only for rows that go in, and
+ *	  CONFLICT raises only for rows that go in, and
  *	  fencing.max_token_step bounds how far a token only the statement
  *	  supplies may raise a mark.
  *
@@ -10,12 +10,14 @@
  * NOTHING the guard would raise the mark to the token of a row that then
  * is not inserted: a role with INSERT alone could raise any resource's
  * mark to the top through a row that exists (even one row level security
- * hides from it), and the real holder would be stale for good.  So while
- * such a statement runs (counted by the executor hooks here), the guard
- * first looks for a row its row would conflict with, as the executor is
- * about to (guard_row_conflicts): if there is one, the row will not go
+ * hides from it), and the real holder would be stale for good.  DO UPDATE
+ * ... WHERE false writes nothing either.  So while a statement with ON
+ * CONFLICT runs (counted by the executor hooks here), the guard first
+ * looks for a row its row would conflict with, as the executor is about
+ * to (guard_row_conflicts): if there is one, the row will not go
  * in, and the guard only checks its token against the mark, without
- * raising it.
+ * raising it (under DO UPDATE, the update that follows is checked, and
+ * raises, as any update).
  *
  * A token the statement alone supplies (nothing declared) comes from
  * whoever may write the table.  fencing.max_token_step is how far above
@@ -56,43 +58,43 @@ static char *max_token_step_text = NULL;
 static FenceToken max_token_step = INT64CONST(1000000000000000);
 
 /*
- * INSERT ... ON CONFLICT DO NOTHING statements running in this backend,
+ * INSERT ... ON CONFLICT statements running in this backend,
  * counted as fencing.c counts MERGEs; an error between start and end
  * leaves the count high until the transaction ends, which only costs the
  * lookups.  loaded_in_portal: the library was loaded while a portal ran,
  * whose statement's start went unseen: it may be one.
  */
-static int	do_nothing_running = 0;
+static int	on_conflict_running = 0;
 static Portal loaded_in_portal = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
-/* Whether plan, a plan tree's top node, inserts with ON CONFLICT DO NOTHING. */
+/* Whether plan, a plan tree's top node, inserts with ON CONFLICT. */
 static bool
-conflict_plan_does_nothing(Plan *plan)
+conflict_plan_on_conflict(Plan *plan)
 {
 	return plan != NULL && IsA(plan, ModifyTable) &&
-		((ModifyTable *) plan)->onConflictAction == ONCONFLICT_NOTHING;
+		((ModifyTable *) plan)->onConflictAction != ONCONFLICT_NONE;
 }
 
 /*
- * Whether a statement inserts with ON CONFLICT DO NOTHING: in its main
- * plan, or in a WITH query, whose ModifyTable is one of its subplans.
+ * Whether a statement inserts with ON CONFLICT: in its main plan, or in a
+ * WITH query, whose ModifyTable is one of its subplans.
  */
 static bool
-conflict_stmt_does_nothing(PlannedStmt *stmt)
+conflict_stmt_on_conflict(PlannedStmt *stmt)
 {
 	ListCell   *lc;
 
 	if (stmt == NULL)
 		return false;
-	if (conflict_plan_does_nothing(stmt->planTree))
+	if (conflict_plan_on_conflict(stmt->planTree))
 		return true;
 	if (!stmt->hasModifyingCTE)
 		return false;
 	foreach(lc, stmt->subplans)
 	{
-		if (conflict_plan_does_nothing((Plan *) lfirst(lc)))
+		if (conflict_plan_on_conflict((Plan *) lfirst(lc)))
 			return true;
 	}
 	return false;
@@ -105,16 +107,16 @@ conflict_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
-	if (conflict_stmt_does_nothing(queryDesc->plannedstmt))
-		do_nothing_running++;
+	if (conflict_stmt_on_conflict(queryDesc->plannedstmt))
+		on_conflict_running++;
 }
 
 static void
 conflict_ExecutorEnd(QueryDesc *queryDesc)
 {
-	if (do_nothing_running > 0 &&
-		conflict_stmt_does_nothing(queryDesc->plannedstmt))
-		do_nothing_running--;
+	if (on_conflict_running > 0 &&
+		conflict_stmt_on_conflict(queryDesc->plannedstmt))
+		on_conflict_running--;
 	if (prev_ExecutorEnd)
 		prev_ExecutorEnd(queryDesc);
 	else
@@ -169,10 +171,11 @@ guard_conflict_init(void)
 	ExecutorStart_hook = conflict_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = conflict_ExecutorEnd;
+
 	/*
 	 * Loaded by the trigger of an INSERT whose start went unseen (no
 	 * preloading, the session's first fenced write): it may have ON
-	 * CONFLICT DO NOTHING.  Other statements are not assumed to, so that a
+	 * CONFLICT.  Other statements are not assumed to, so that a
 	 * first COPY or UPDATE does not pay for the look; one that runs such
 	 * an INSERT inside a function is missed, as doc/guard.md says.
 	 */
@@ -188,7 +191,7 @@ guard_conflict_init(void)
 void
 guard_conflict_at_xact_end(void)
 {
-	do_nothing_running = 0;
+	on_conflict_running = 0;
 	loaded_in_portal = NULL;
 }
 
@@ -204,14 +207,14 @@ guard_max_token_step(void)
 }
 
 /*
- * guard_do_nothing_running
+ * guard_on_conflict_running
  *		Whether the row being inserted may be one of an INSERT ... ON
- *		CONFLICT DO NOTHING.
+ *		CONFLICT.
  */
 bool
-guard_do_nothing_running(void)
+guard_on_conflict_running(void)
 {
-	return do_nothing_running > 0 ||
+	return on_conflict_running > 0 ||
 		(loaded_in_portal != NULL && loaded_in_portal == ActivePortal);
 }
 
