@@ -16,6 +16,136 @@
 -- fence_forget_idle, only marks idle for the grace period, skipping those
 -- a running transaction holds, each deleted through fence_forget().
 CREATE FUNCTION @extschema@.fence_forget_unguarded(older_than interval, pattern text DEFAULT NULL)
+
+-- ---------------------------------------------------------------------
+-- Issue 32 (guard32): ways around the guard, round 5
+-- ---------------------------------------------------------------------
+
+-- Trigger shapes the guard cannot honour: a fence_guard() trigger with an
+-- UPDATE OF column list or a WHEN condition does not fire for every row
+-- it must check.  The event trigger refuses them at CREATE [OR REPLACE]
+-- TRIGGER and the guard when it fires (TF010); the view reports them as
+-- not fencing: before_row is true only for BEFORE ... FOR EACH ROW with
+-- neither (tgattr empty, tgqual null).
+CREATE OR REPLACE VIEW @extschema@.fence_guarded_tables AS
+WITH RECURSIVE guard AS (
+	SELECT t.tgrelid, t.tgname, t.tgtype, t.tgenabled, t.tgparentid, t.tgargs, a.args,
+		t.tgattr, t.tgqual
+	FROM pg_catalog.pg_trigger t,
+		LATERAL (
+			SELECT pg_catalog.array_agg(pg_catalog.convert_from(
+					pg_catalog.substring(t.tgargs, n.pos OPERATOR(pg_catalog.+) 1,
+						n.next OPERATOR(pg_catalog.-) n.pos OPERATOR(pg_catalog.-) 1),
+					pg_catalog.getdatabaseencoding()) ORDER BY n.pos) AS args
+			FROM (SELECT z.pos, pg_catalog.lead(z.pos) OVER (ORDER BY z.pos) AS next
+				  FROM (SELECT 0 AS pos
+						UNION ALL
+						SELECT i FROM pg_catalog.generate_series(1, pg_catalog.length(t.tgargs)) AS i
+						WHERE pg_catalog.get_byte(t.tgargs, i OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.=) 0
+						) AS z) AS n
+			WHERE n.next IS NOT NULL) AS a
+	WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.fence_guard()'::pg_catalog.regprocedure
+),
+truncate_guarded AS (
+	SELECT DISTINCT t.tgrelid
+	FROM pg_catalog.pg_trigger t
+	WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.fence_truncate_guard()'::pg_catalog.regprocedure
+		AND (t.tgtype OPERATOR(pg_catalog.&) 32::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2
+		AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'::pg_catalog."char"
+),
+descendant AS (
+	SELECT i.inhparent AS ancestor, i.inhrelid AS relid
+	FROM pg_catalog.pg_inherits i
+	UNION
+	SELECT d.ancestor, i.inhrelid
+	FROM descendant d JOIN pg_catalog.pg_inherits i ON i.inhparent OPERATOR(pg_catalog.=) d.relid
+)
+SELECT g.tgrelid::pg_catalog.regclass AS table_name,
+	g.tgname AS trigger_name,
+	CASE g.tgenabled
+		WHEN 'O' THEN 'origin' WHEN 'R' THEN 'replica'
+		WHEN 'A' THEN 'always' WHEN 'D' THEN 'disabled'
+	END AS enabled,
+	(g.tgtype OPERATOR(pg_catalog.&) 67::pg_catalog.int2) OPERATOR(pg_catalog.=) 3::pg_catalog.int2
+		AND pg_catalog.cardinality(g.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0
+		AND g.tgqual IS NULL AS before_row,
+	pg_catalog.array_remove(ARRAY[
+		CASE WHEN (g.tgtype OPERATOR(pg_catalog.&) 4::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2 THEN 'INSERT' END,
+		CASE WHEN (g.tgtype OPERATOR(pg_catalog.&) 16::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2 THEN 'UPDATE' END,
+		CASE WHEN (g.tgtype OPERATOR(pg_catalog.&) 8::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0::pg_catalog.int2 THEN 'DELETE' END
+	], NULL) AS events,
+	g.args[1] AS token_column,
+	CASE WHEN COALESCE(g.args[2], '') OPERATOR(pg_catalog.=) '' THEN 'row' ELSE 'resource' END AS scope,
+	NULLIF(g.args[2], '') AS resource_template,
+	COALESCE(g.args[3:], '{}') AS options,
+	EXISTS (SELECT FROM truncate_guarded tg WHERE tg.tgrelid OPERATOR(pg_catalog.=) g.tgrelid) AS truncate_guard,
+	g.tgparentid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid AS inherited,
+	CASE WHEN u.children OPERATOR(pg_catalog.>) 0 THEN u.uncovered IS NULL END AS children_covered,
+	u.uncovered AS uncovered_children
+FROM guard g,
+	LATERAL (
+		SELECT pg_catalog.count(*) AS children,
+			pg_catalog.array_agg(d.relid::pg_catalog.regclass ORDER BY d.relid::pg_catalog.regclass::pg_catalog.text)
+				FILTER (WHERE NOT d.covered) AS uncovered
+		FROM (
+			SELECT d.relid,
+				EXISTS (SELECT FROM guard c
+						WHERE c.tgrelid OPERATOR(pg_catalog.=) d.relid
+							AND c.tgargs OPERATOR(pg_catalog.=) g.tgargs
+							AND c.tgtype OPERATOR(pg_catalog.=) g.tgtype
+							AND c.tgenabled OPERATOR(pg_catalog.<>) 'D'::pg_catalog."char")
+				AND (NOT EXISTS (SELECT FROM truncate_guarded tg WHERE tg.tgrelid OPERATOR(pg_catalog.=) g.tgrelid)
+					 OR EXISTS (SELECT FROM truncate_guarded tg WHERE tg.tgrelid OPERATOR(pg_catalog.=) d.relid)) AS covered
+			FROM descendant d
+			WHERE d.ancestor OPERATOR(pg_catalog.=) g.tgrelid
+		) AS d
+	) AS u;
+
+-- The marks table is not truncated (TF012).  A TRUNCATE fires no row
+-- trigger, so it would drop every mark, the subscriber's own included: a
+-- FOR ALL TABLES publication publishes TRUNCATE.  The trigger is refused
+-- where the TRUNCATE is issued, not where it is applied: enabled ALWAYS it
+-- would fire in a subscriber's apply worker, whose every retry would fail
+-- (doc/guard.md "Logical replication" says what a subscriber does with a
+-- TRUNCATE from an older publisher).
+CREATE FUNCTION @extschema@.fence_marks_truncate() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	RAISE EXCEPTION 'cannot truncate the marks table %', TG_TABLE_NAME
+		USING ERRCODE = 'TF012',
+			DETAIL = 'TRUNCATE would forget every high-water mark, on this server and on the subscribers of a publication of the table, and every resource would accept any token.',
+			HINT = 'Forget the marks of retired resources with fence_forget() or fence_forget_idle().';
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.fence_marks_truncate() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.fence_marks_truncate() IS 'trigger on the marks table refusing TRUNCATE';
+CREATE TRIGGER fence_marks_truncate BEFORE TRUNCATE ON @extschema@.fence_high_water
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.fence_marks_truncate();
+
+-- retention counts from the commit of a mark's version
+--
+-- moved_at is the start of the transaction that raised a mark: one that
+-- ran longer than the grace period left a mark that looked idle the
+-- moment it committed.  A mark is now forgotten only when its version's
+-- commit is older than the grace: by pg_xact_commit_timestamp(xmin) where
+-- track_commit_timestamp is on and knows the transaction; otherwise, when
+-- fence_forget_idle has seen the same version (xmin) for the whole grace,
+-- across calls.  The versions seen are kept in fence_forget_candidates,
+-- UNLOGGED: a publication of all tables leaves it out (the subscriber
+-- judges its own marks), and a crash that empties it only delays
+-- forgetting.  moved_at still selects the candidates: a commit is never
+-- older than its transaction's start.
+CREATE UNLOGGED TABLE @extschema@.fence_forget_candidates (
+	resource text COLLATE "C" PRIMARY KEY,
+	version  xid NOT NULL,
+	seen_at  timestamptz NOT NULL
+);
+REVOKE ALL ON @extschema@.fence_forget_candidates FROM PUBLIC;
+COMMENT ON TABLE @extschema@.fence_forget_candidates IS 'marks fence_forget_idle() has seen idle, by version, when track_commit_timestamp cannot date their commit';
+
+CREATE OR REPLACE FUNCTION @extschema@.fence_forget_idle(older_than interval, pattern text DEFAULT NULL)
 	RETURNS bigint
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
@@ -29,6 +159,11 @@ DECLARE
 	i int;
 	j int;
 	doomed record;
+
+	by_commit boolean := current_setting('track_commit_timestamp')::boolean;
+	idle record;
+	committed timestamptz;
+	seen record;
 BEGIN
 	IF older_than IS NULL THEN
 		RAISE EXCEPTION 'grace period must not be null'
@@ -78,6 +213,41 @@ BEGIN
 	LOOP
 		IF @extschema@.fence_forget(doomed.resource) THEN
 			forgotten := forgotten + 1;
+
+	-- versions seen of marks forgotten since
+	DELETE FROM @extschema@.fence_forget_candidates c
+	WHERE NOT EXISTS (SELECT FROM @extschema@.fence_high_water m
+					  WHERE m.resource = c.resource);
+	FOR idle IN
+		SELECT m.resource, m.xmin AS version
+		FROM @extschema@.fence_high_water m
+		WHERE m.moved_at < now() - older_than
+			AND (pattern IS NULL OR m.resource LIKE pattern)
+		FOR UPDATE SKIP LOCKED
+	LOOP
+		committed := NULL;
+		IF by_commit THEN
+			committed := pg_xact_commit_timestamp(idle.version);
+		END IF;
+		IF committed IS NULL THEN
+			SELECT c.version, c.seen_at INTO seen
+			FROM @extschema@.fence_forget_candidates c
+			WHERE c.resource = idle.resource;
+			IF NOT FOUND OR seen.version <> idle.version THEN
+				INSERT INTO @extschema@.fence_forget_candidates AS c
+				VALUES (idle.resource, idle.version, now())
+				ON CONFLICT (resource) DO UPDATE
+					SET version = excluded.version, seen_at = excluded.seen_at;
+				CONTINUE;
+			END IF;
+			committed := seen.seen_at;
+		END IF;
+		IF committed < now() - older_than THEN
+			IF @extschema@.fence_forget(idle.resource) THEN
+				forgotten := forgotten + 1;
+			END IF;
+			DELETE FROM @extschema@.fence_forget_candidates c
+			WHERE c.resource = idle.resource;
 		END IF;
 	END LOOP;
 	RETURN forgotten;
@@ -165,3 +335,19 @@ GRANT SELECT ON @extschema@.fence_stat_resources TO PUBLIC;
 
 COMMENT ON FUNCTION @extschema@.fence_stat_resources_data() IS 'rejected writes per database, role and resource, in bounded memory (see fence_stat_resources)';
 COMMENT ON VIEW @extschema@.fence_stat_resources IS 'the resources with the most and the latest rejected writes (stale or without a token), per database and role: one''s own, or all with pg_read_all_stats';
+
+COMMENT ON FUNCTION @extschema@.fence_forget_idle(interval, text) IS 'delete the marks whose last move committed longer ago than a grace period (optionally only resources LIKE a pattern), skipping any a running transaction holds; returns how many';
+
+-- Foreign tables are written on their own servers, outside any guard of
+-- this database: the event trigger now also runs at CREATE FOREIGN TABLE
+-- (... PARTITION OF or INHERITS a guarded table: refused, TF013) and ALTER
+-- FOREIGN TABLE (... INHERIT one: refused).  It also refuses, at CREATE
+-- [OR REPLACE] TRIGGER, a guard with an UPDATE OF list or a WHEN condition
+-- (TF010) or one replacing a guard of another resource template, and
+-- ALTER COLUMN ... TYPE of a placeholder column (TF014).
+DROP EVENT TRIGGER fence_ddl_guard;
+CREATE EVENT TRIGGER fence_ddl_guard ON ddl_command_end
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'ALTER TYPE', 'CREATE TRIGGER',
+				 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE')
+	EXECUTE FUNCTION @extschema@.fence_ddl_guard();
+ALTER EVENT TRIGGER fence_ddl_guard ENABLE ALWAYS;

@@ -54,6 +54,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -260,6 +261,16 @@ attach_guard(Oid relid, Oid extnsp, const char *token_column,
 
 	/* Writers wait from here to the end of the transaction. */
 	tables = attach_lock_tables(relid);
+	foreach(lc, tables)
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCING_FOREIGN_TABLE),
+					 errmsg("cannot guard foreign table \"%s\"",
+							get_rel_name(lfirst_oid(lc))),
+					 errdetail("A foreign table's rows are written on its own server, where no guard of this database checks them."),
+					 errhint("Guard the table on the server that holds it.")));
+	}
 
 	rel = table_open(relid, NoLock);
 	att = attach_column(rel, token_column, "token column");
