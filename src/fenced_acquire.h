@@ -15,6 +15,6 @@
 
 extern bool fenced_acquire_lease(const char *resource, int ttl_ms,
 								 int wait_ms, bool xact, bool renew,
-								 FenceToken *token);
+								 int max_hold_ms, FenceToken *token);
 
 #endif							/* FENCED_ACQUIRE_H */

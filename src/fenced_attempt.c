@@ -26,6 +26,13 @@
  * the same mark never issues the first one's token again
  * (FENCED_REPAIR_GAP).
  *
+ * A repaired counter.  The tokens counted on from a repaired counter are
+ * above the clock, and only the raise at acquisition records them; with
+ * fencing.acquire_raises_mark off, the script refuses them (TF120) rather
+ * than leave Redis their only record.  A token at or below the mark the
+ * script was given is never returned: only a server that does not run the
+ * script as written (or a counter it cannot hold) gives one (TF121).
+ *
  * IDENTIFICATION
  *	  src/fenced_attempt.c
  *
@@ -43,6 +50,7 @@
 #include "marks.h"
 #include "miscadmin.h"
 #include "redis_conn.h"
+#include "redis_hostport.h"
 #include "stats.h"
 
 /*
@@ -64,6 +72,7 @@
  * more than one token per microsecond).
  */
 #define FENCED_REPAIR_GAP			1000000
+#define FENCED_REPAIR_GAP_TEXT		"1000000"
 
 /* Whether the current attempt has been handed to Redis. */
 static bool attempt_sent = false;
@@ -124,6 +133,52 @@ fenced_script_may_have_run(const ErrorData *edata)
 	}
 }
 /*
+ * fenced_refuse_repaired
+ *		The script refused a token counted on from a repaired counter (the
+ *		raise at acquisition off): say so, naming the resource.
+ */
+static void
+fenced_refuse_repaired(const char *resource, const RedisValue *reply)
+{
+	FenceToken	would = fenced_parse_token(reply->elements[1], "a token");
+	FenceToken	clock = fenced_parse_token(reply->elements[2], "the Redis clock");
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_REPAIRED_COUNTER),
+			 errmsg("token counter in Redis for resource \"%s\" was repaired past its high-water mark: its next token would be recorded by Redis alone",
+					resource),
+			 errdetail("The next token, " UINT64_FORMAT ", is ahead of the Redis clock (" UINT64_FORMAT ") by more than %d: with fencing.acquire_raises_mark off no mark records it, and Redis losing its last writes would issue it again.",
+					   (uint64) would, (uint64) clock, FENCED_REPAIR_GAP),
+			 errhint("Acquire this resource with fencing.acquire_raises_mark on.")));
+}
+
+/*
+ * fenced_token_not_above
+ *		The server returned a token at or below the mark passed as the
+ *		floor, which the script never does: an error naming the counter
+ *		problem.  The owner is kept by the caller for the lock's TTL (the
+ *		attempt was sent); no give-back is waited for.
+ */
+static void
+fenced_token_not_above(const char *resource, const char *token_key,
+					   FenceToken token, const char *floor)
+{
+	const char *host;
+	int			port;
+	char		server[MAXPGPATH + 16] = "?";
+
+	if (redis_last_server(&host, &port))
+		redis_format_target(server, sizeof(server), host, port);
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_TOKEN_NOT_ABOVE_MARK),
+			 errmsg("Redis server at \"%s\" issued token " UINT64_FORMAT " for resource \"%s\", not above its high-water mark %s",
+					server, (uint64) token, resource, floor),
+			 errdetail("The fencing acquire script repairs a token counter that is not above the mark it is given; this one was not repaired (token counter key \"%s\").",
+					   token_key),
+			 errhint("Check that the server is Redis and runs scripts unchanged, and what writes the token counter key.")));
+}
+
+/*
  * fenced_try_acquire
  *		One attempt: the script with the newest high-water mark as the
  *		floor, and the owners of lease (if any) as ours to take over.  True
@@ -142,7 +197,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	char		ttl[12];
 	char		counter_ttl[24] = "";
 	const char *keys[2];
-	const char *args[6 + FENCED_MAX_UNKNOWN_OWNERS];
+	const char *args[7 + FENCED_MAX_UNKNOWN_OWNERS];
 	int			nargs = 0;
 	int			i;
 	RedisValue *reply;
@@ -165,6 +220,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	args[nargs++] = floor;
 	args[nargs++] = repaired;
 	args[nargs++] = counter_ttl;
+	args[nargs++] = fencing_acquire_raises_mark ? "" : FENCED_REPAIR_GAP_TEXT;
 	if (lease != NULL && lease->held)
 		args[nargs++] = lease->owner;
 	for (i = 0; lease != NULL && i < lease->nunknown; i++)
@@ -185,10 +241,17 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 		attempt_sent = false;	/* answered: it took nothing */
 		return false;
 	}
+	if (e[0]->integer == 2 && reply->nelements == 3)
+	{
+		attempt_sent = false;	/* refused: it took nothing */
+		fenced_refuse_repaired(resource, reply);
+	}
 
 	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER)
 		redis_unexpected(acquire_script.name, "{1, token, repaired, rule's token}", reply);
 	*token = fenced_parse_token(e[1], "a token");
+	if (has_mark && *token <= mark)
+		fenced_token_not_above(resource, token_key, *token, floor);
 
 	if (e[2]->integer != 0)
 	{

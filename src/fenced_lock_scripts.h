@@ -43,11 +43,14 @@
  *		token is not above the floor is this plus the server's TIME in
  *		microseconds,
  *	ARGV[5] lifetime of the counter key in ms, or '' to keep it forever,
- *	ARGV[6..] owners under which the caller may already hold the lock (an
+ *	ARGV[6] '' to issue tokens counted on from a repaired counter, or the
+ *		repair gap in microseconds to refuse them (see below),
+ *	ARGV[7..] owners under which the caller may already hold the lock (an
  *		acquisition whose reply was lost, or a lease being re-acquired)
  *
  * Returns {1, token, repaired, the rule's token} when the lock was taken,
- * {0, PTTL of the lock} when it is busy.
+ * {0, PTTL of the lock} when it is busy, {2, the rule's token, TIME in
+ * microseconds} when it was refused, with nothing written.
  *
  * The token rule: max(counter + 1, microseconds of the server's TIME),
  * stored back in the counter.  While the counter lives, tokens strictly
@@ -62,6 +65,16 @@
  * the rule's tokens are, even when the counter that held the first one
  * was lost and nothing else recorded it.
  *
+ * A repaired counter is ahead of the clock by more than the repair gap
+ * (mark + gap + TIME, for a mark at or above TIME), and so are the tokens
+ * counted on from it: the clock no longer orders them, and only the
+ * database's mark, raised at each acquisition, records them.  Where the
+ * caller does not raise the mark (ARGV[6] set), such a token is refused
+ * rather than issued: a loss of the counter's last grants (a failover to a
+ * replica behind, an older snapshot) would bring it back to a value still
+ * above the mark, nothing would repair it, and the tokens lost would be
+ * issued again.  A repair itself is never refused: it is ordered by TIME.
+ *
  * Arithmetic is on decimal strings: a counter may exceed 2^53, beyond
  * which Lua's numbers (doubles) are not exact.
  */
@@ -70,7 +83,7 @@
 "local held = redis.call('GET', KEYS[1])\n" \
 "if held then\n" \
 "  local mine = false\n" \
-"  for i = 6, #ARGV do\n" \
+"  for i = 7, #ARGV do\n" \
 "    if held == ARGV[i] then mine = true end\n" \
 "  end\n" \
 "  if not mine then\n" \
@@ -117,6 +130,8 @@
 "if ARGV[3] ~= '' and not below(ARGV[3], token) then\n" \
 "  token = add(ARGV[4], now)\n" \
 "  repaired = 1\n" \
+"elseif ARGV[6] ~= '' and below(add(now, ARGV[6]), token) then\n" \
+"  return {2, token, now}\n" \
 "end\n" \
 "if below('9223372036854775807', token) then\n" \
 "  return redis.error_reply('ERR fencing: token counter ' .. KEYS[2] .. ' would overflow')\n" \

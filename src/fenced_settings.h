@@ -35,6 +35,7 @@ extern char *fenced_resource_arg(FunctionCallInfo fcinfo);
 extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);
 extern bool fenced_renew_arg(FunctionCallInfo fcinfo, int argno);
+extern int	fenced_max_hold_arg(FunctionCallInfo fcinfo, int argno);
 extern char *fenced_keys(const char *resource, char **token_key);
 extern char *fenced_key(const char *template, const char *resource);
 extern bool fenced_counter_expires(void);

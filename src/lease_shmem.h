@@ -51,6 +51,7 @@ typedef struct LeaseSlot
 	TimestampTz acquired;
 	TimestampTz expires;		/* as last set, by our clock */
 	TimestampTz renewed;		/* last acquisition or renewal */
+	TimestampTz hold_until;		/* renewed no further: acquired + max_hold */
 	char		owner[LEASE_SHMEM_OWNER_LEN];
 	char		resource[FENCING_RESOURCE_MAX_BYTES + 1];
 	char		lock_template[LEASE_SHMEM_TEMPLATE_LEN];
@@ -75,6 +76,8 @@ typedef struct LeaseListed
 	TimestampTz expires;
 	int			ttl_ms;
 	bool		renew;
+	int			max_hold_ms;	/* with renew: renewed up to this after
+								 * acquired */
 } LeaseListed;
 
 extern void lease_shmem_init(void);

@@ -165,9 +165,11 @@ lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
 # owner_start RESOURCE ARGS [SETTINGS]: a session takes RESOURCE with
 # ttl => '1 s', renew => true and ARGS, in a 20 s statement, in the
 # background; sets OWNER (its psql) and BACKEND (its backend's PID) once
-# the lease is listed.
+# the lease is listed.  The owner's raise at acquisition is off (a lock
+# that guards no table): a raised mark's row would stay locked by the
+# owner's open statement, and the waiter's raise wait for it.
 owner_start() {
-	psql -X -q -A -t -c "${3:-SELECT 1}" \
+	psql -X -q -A -t -c "SET fencing.acquire_raises_mark = off; ${3:-SELECT 1}" \
 		-c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true$2) IS NOT NULL, pg_sleep(20)" \
 		>"$workdir/owner.out" 2>&1 &
 	OWNER=$!
@@ -193,6 +195,7 @@ state_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 owner_start stop:1 ""
 expect_match "a renewed lease is listed with its backend" "$BACKEND" '^[0-9]+$'
 kill -STOP "$BACKEND" 2>/dev/null
+for _ in $(seq 100); do [ "$(state_of "$BACKEND")" = T ] && break; sleep 0.02; done
 expect "its backend is stopped (/proc state T)" "$(state_of "$BACKEND")" "T"
 got=$(sql -c "SELECT fenced_acquire('stop:1', wait => '6 s') IS NOT NULL")
 expect "a waiter gets the lock of the stopped owner" "$got" "t"
