@@ -5,8 +5,8 @@
 #   rules (test/lib/doc_links.py);
 # - every "<!-- snippet: NAME (run by SCRIPT) -->" block is extracted by
 #   the SCRIPT it names, and every snippet a suite extracts exists, once;
-# - doc/ has its seven files: guard, redis (the operator's guide),
-#   lock-reference, lock-failures, clients, operations, design;
+# - doc/ has its eight files: guard, redis (the operator's guide),
+#   lock-reference, lock-failures, clients, operations, design, internals;
 # - both SQLSTATE tables (README.md's short one, doc/operations.md's full
 #   one, with doc/lock-reference.md's for class TF1) name every code of
 #   src/fencing_errcodes.h and no other of class TF;
@@ -24,7 +24,7 @@ docs=(README.md doc/*.md)
 
 # the reference's files, one a subject (other documents link to them)
 expect "doc/ holds the reference, one file a subject" \
-	"${docs[*]:1}" "doc/clients.md doc/design.md doc/guard.md doc/lock-failures.md doc/lock-reference.md doc/operations.md doc/redis.md"
+	"${docs[*]:1}" "doc/clients.md doc/design.md doc/guard.md doc/internals.md doc/lock-failures.md doc/lock-reference.md doc/operations.md doc/redis.md"
 
 # links and anchors
 while IFS= read -r line; do
