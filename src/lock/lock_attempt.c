@@ -24,7 +24,7 @@
  * under the lock, before issuing the token; a WARNING says it happened.
  * The repaired token adds the Redis clock, so that a second repair from
  * the same mark never issues the first one's token again
- * (FENCED_REPAIR_GAP).
+ * (FENCED_REPAIR_GAP, lock_scripts.h).
  *
  * A repaired counter.  The tokens counted on from a repaired counter are
  * above the clock, and only the raise at acquisition records them; with
@@ -50,27 +50,6 @@
 #include "miscadmin.h"
 #include "redis/redis.h"
 #include "stats/stats.h"
-
-/*
- * How far past the high-water mark a counter that went backwards is set,
- * before the Redis clock is added: a repaired token is mark + gap + T, T
- * being the Redis server's clock in microseconds (doc/lock-failures.md,
- * "Tokens after repeated losses").
- *
- * The gap keeps it above the tokens that the lost counter handed out above
- * the mark to holders that have not written yet (a second's worth of
- * clock-made tokens).  T orders two repairs from the same mark.  The mark
- * is the only record of a repaired token that survives Redis losing the
- * counter again, and an acquisition may leave none: its transaction
- * aborted, the raise at acquisition was off, or the raise was skipped for
- * a lock extended long after.  With mark + gap alone, the second repair
- * would issue the first one's token again; with T it is above the first
- * and above the tokens counted on from it, under the assumption the clock
- * rule makes already (the clock is not stepped back, and no resource gets
- * more than one token per microsecond).
- */
-#define FENCED_REPAIR_GAP			1000000
-#define FENCED_REPAIR_GAP_TEXT		"1000000"
 
 /* Whether the current attempt has been handed to Redis. */
 static bool attempt_sent = false;
@@ -194,11 +173,10 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	FenceToken	mark;
 	bool		has_mark;
 	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
-	char		repaired[FENCE_TOKEN_TEXT_LEN] = "";
 	char		ttl[12];
 	char		counter_ttl[24] = "";
 	const char *keys[2];
-	const char *args[7 + FENCED_MAX_UNKNOWN_OWNERS];
+	const char *args[6 + FENCED_MAX_UNKNOWN_OWNERS];
 	int			nargs = 0;
 	int			i;
 	RedisValue *reply;
@@ -206,11 +184,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 
 	has_mark = marks_read_newest(resource, &mark);
 	if (has_mark)
-	{
 		fence_token_to_cstring(mark, floor);
-		fence_token_to_cstring(mark > FENCE_TOKEN_MAX - FENCED_REPAIR_GAP - 1 ?
-							   mark : mark + FENCED_REPAIR_GAP, repaired);
-	}
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
 	(void) fenced_counter_lifetime(ttl_ms, counter_ttl, sizeof(counter_ttl));
 
@@ -219,9 +193,8 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	args[nargs++] = owner;
 	args[nargs++] = ttl;
 	args[nargs++] = floor;
-	args[nargs++] = repaired;
+	args[nargs++] = fencing_acquire_raises_mark ? "" : "1";
 	args[nargs++] = counter_ttl;
-	args[nargs++] = fencing_acquire_raises_mark ? "" : FENCED_REPAIR_GAP_TEXT;
 	if (lease != NULL && lease->held)
 		args[nargs++] = lease->owner;
 	for (i = 0; lease != NULL && i < lease->nunknown; i++)

@@ -237,8 +237,8 @@ sess b "SET fencing.redis_port = $FAKE_PORT; SET fencing.redis_password = 'pw'; 
 expect "cancelled in AUTH" "$S" "57014"
 sess b "RESET statement_timeout; SELECT fenced_acquire('sent:1');"
 expect_match "the next attempt" "$S|$R" '^00000\|[1-9][0-9]*$'
-expect "its script gets no owner to take over (EVALSHA sha 2 keys + 6 arguments)" \
-	"$(grep '^EVALSHA' "$FAKE_LOG")" "EVALSHA 11"
+expect "its script gets no owner to take over (EVALSHA sha 2 keys + 5 arguments)" \
+	"$(grep '^EVALSHA' "$FAKE_LOG")" "EVALSHA 10"
 sess b "RESET ALL;"
 fake_stop_all
 
