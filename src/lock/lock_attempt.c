@@ -30,8 +30,8 @@
  * above the clock, and only the raise at acquisition records them; with
  * fencing.acquire_raises_mark off, the script refuses them (TF120) rather
  * than leave Redis their only record.  A token at or below the mark the
- * script was given is never returned: only a server that does not run the
- * script as written (or a counter it cannot hold) gives one (TF121).
+ * script was given is never taken: the script never returns one, so the
+ * server does not run it as sent (TF121, at once, without a give-back).
  *
  * IDENTIFICATION
  *	  src/lock/lock_attempt.c
@@ -114,7 +114,7 @@ fenced_script_may_have_run(const ErrorData *edata)
  *		The script refused a token counted on from a repaired counter (the
  *		raise at acquisition off): say so, naming the resource.
  */
-static void
+pg_noreturn static void
 fenced_refuse_repaired(const char *resource, const RedisValue *reply)
 {
 	FenceToken	would = fenced_parse_token(reply->elements[1], "a token");
@@ -136,7 +136,7 @@ fenced_refuse_repaired(const char *resource, const RedisValue *reply)
  *		problem.  The owner is kept by the caller for the lock's TTL (the
  *		attempt was sent); no give-back is waited for.
  */
-static void
+pg_noreturn static void
 fenced_token_not_above(const char *resource, const char *token_key,
 					   FenceToken token, const char *floor)
 {
