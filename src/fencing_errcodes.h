@@ -79,6 +79,14 @@
 /* renew => true with the shared table of lock holders full
  * (fencing.max_leases): raise it, or acquire without renew. */
 #define ERRCODE_FENCING_LEASE_TABLE_FULL MAKE_SQLSTATE('T','F','1','0','9')
+/* A token would be counted on from a repaired counter (ahead of the Redis
+ * clock) while fencing.acquire_raises_mark is off: only Redis would record
+ * it, and a loss would issue it again; nothing was taken. */
+#define ERRCODE_FENCING_REPAIRED_COUNTER MAKE_SQLSTATE('T','F','1','2','0')
+/* The server returned a token at or below the mark the acquire script was
+ * given: not Redis running the script, or a counter written by another
+ * client behind the script's back. */
+#define ERRCODE_FENCING_TOKEN_NOT_ABOVE_MARK MAKE_SQLSTATE('T','F','1','2','1')
 
 /*
  * Standard codes we reuse where they mean exactly that:
