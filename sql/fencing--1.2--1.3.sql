@@ -423,3 +423,21 @@ BEGIN
 			|| '; NULL if still busy after wait; with renew, renewed while the backend works, up to max_hold');
 	END LOOP;
 END $$;
+
+
+-- issue 36: the locks of several resources at once
+--
+-- fenced_acquire_xact(resources text[], ...) takes the locks of a set of
+-- resources for the current transaction, in the byte order of their names,
+-- all or none (src/lock/lock_multi.c); their tokens in the order given.  A
+-- quoted literal still resolves to the single form (an unknown literal
+-- prefers text, the string category, over text[]): the set is passed as an
+-- ARRAY[...] or a text[] value.  Like the single form, EXECUTE is the
+-- roles' the DBA grants it to, not PUBLIC's.
+CREATE FUNCTION @extschema@.fenced_acquire_xact(resources text[], ttl interval DEFAULT NULL,
+		wait interval DEFAULT NULL, renew boolean DEFAULT false,
+		max_hold interval DEFAULT NULL)
+	RETURNS @extschema@.fence_token[]
+	AS 'MODULE_PATHNAME', 'fenced_acquire_xact_multi' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval) IS 'take the Redis locks of several resources for the current transaction, in byte order of their names, all or none; their new tokens in the order given, declared for the transaction; NULL, holding none, if one is still busy after wait';

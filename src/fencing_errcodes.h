@@ -87,6 +87,10 @@
  * given: not Redis running the script, or a counter written by another
  * client behind the script's back. */
 #define ERRCODE_FENCING_TOKEN_NOT_ABOVE_MARK MAKE_SQLSTATE('T','F','1','2','1')
+/* fenced_acquire_xact(text[]) of a set with a resource this session holds
+ * already: the set is taken all or none, and giving it back would end a
+ * lease taken before; nothing was taken. */
+#define ERRCODE_FENCING_LOCK_ALREADY_HELD MAKE_SQLSTATE('T','F','1','3','0')
 
 /*
  * Standard codes we reuse where they mean exactly that:

@@ -248,6 +248,9 @@ extern void fenced_wake_end(void);
 
 extern RedisScript release_script;
 
+/* The SQL release (lock.c), which lock_multi.c gives a set back with. */
+extern Datum fenced_release(PG_FUNCTION_ARGS);
+
 extern void lease_release_register_exit(void);
 extern void lease_release_at_xact_end(bool commit);
 extern void lease_release_pre_prepare(void);

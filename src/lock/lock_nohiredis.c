@@ -27,6 +27,7 @@
 
 PG_FUNCTION_INFO_V1(fenced_acquire);
 PG_FUNCTION_INFO_V1(fenced_acquire_xact);
+PG_FUNCTION_INFO_V1(fenced_acquire_xact_multi);
 PG_FUNCTION_INFO_V1(fenced_extend);
 PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
@@ -77,6 +78,19 @@ Datum
 fenced_acquire_xact(PG_FUNCTION_ARGS)
 {
 	(void) fenced_resource_arg(fcinfo);
+	(void) fenced_ttl_arg(fcinfo, 1);
+	(void) fenced_wait_arg(fcinfo, 2);
+	(void) fenced_max_hold_arg(fcinfo, 4);
+	fenced_not_supported();
+}
+
+Datum
+fenced_acquire_xact_multi(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("resources must not be null")));
 	(void) fenced_ttl_arg(fcinfo, 1);
 	(void) fenced_wait_arg(fcinfo, 2);
 	(void) fenced_max_hold_arg(fcinfo, 4);
