@@ -206,3 +206,13 @@ REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, int
 	FROM regress_fenced_app;
 DROP ROLE regress_fenced_app;
 DROP ROLE regress_fenced_other;
+
+-- A quoted literal calls the single form of fenced_acquire_xact, an array
+-- the set's (1.3): the column of a view has the type its call resolved
+-- to, and making the view calls nothing.
+CREATE TEMP VIEW acquire_forms AS
+SELECT fenced_acquire_xact('r', '1s') AS one,
+	fenced_acquire_xact(ARRAY['r', 's'], '1s') AS set;
+SELECT attname, format_type(atttypid, NULL) FROM pg_attribute
+WHERE attrelid = 'acquire_forms'::regclass AND attnum > 0 ORDER BY attnum;
+DROP VIEW acquire_forms;

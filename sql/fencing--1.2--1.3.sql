@@ -441,3 +441,12 @@ CREATE FUNCTION @extschema@.fenced_acquire_xact(resources text[], ttl interval D
 	AS 'MODULE_PATHNAME', 'fenced_acquire_xact_multi' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 REVOKE ALL ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval) IS 'take the Redis locks of several resources for the current transaction, in byte order of their names, all or none; their new tokens in the order given, declared for the transaction; NULL, holding none, if one is still busy after wait';
+
+-- fenced_lock_valid_until(resource): until when this session holds the
+-- lock of resource, by this server's clock, without a round trip to Redis
+-- (src/lock/lock_valid.c); NULL if not held or run out.  It reads only the
+-- caller's own leases and reaches no server, so PUBLIC may call it.
+CREATE FUNCTION @extschema@.fenced_lock_valid_until(resource text)
+	RETURNS timestamptz
+	AS 'MODULE_PATHNAME', 'fenced_lock_valid_until' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.fenced_lock_valid_until(text) IS 'until when this session holds the Redis lock of a resource, by this server''s clock and without asking Redis; NULL if not held or run out';

@@ -28,6 +28,7 @@
 PG_FUNCTION_INFO_V1(fenced_acquire);
 PG_FUNCTION_INFO_V1(fenced_acquire_xact);
 PG_FUNCTION_INFO_V1(fenced_acquire_xact_multi);
+PG_FUNCTION_INFO_V1(fenced_lock_valid_until);
 PG_FUNCTION_INFO_V1(fenced_extend);
 PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
@@ -116,6 +117,14 @@ Datum
 fenced_leases(PG_FUNCTION_ARGS)
 {
 	fenced_not_supported();
+}
+
+/* No lease can be held: not held. */
+Datum
+fenced_lock_valid_until(PG_FUNCTION_ARGS)
+{
+	(void) fenced_resource_arg(fcinfo);
+	PG_RETURN_NULL();
 }
 
 /* No lease can be held: fenced_lock_holders is empty. */
