@@ -450,3 +450,48 @@ CREATE FUNCTION @extschema@.fenced_lock_valid_until(resource text)
 	RETURNS timestamptz
 	AS 'MODULE_PATHNAME', 'fenced_lock_valid_until' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.fenced_lock_valid_until(text) IS 'until when this session holds the Redis lock of a resource, by this server''s clock and without asking Redis; NULL if not held or run out';
+
+-- fenced_lock_holders gains lost: true once the renewer found the lease's
+-- lock held by another owner.  The function behind it gains the column, so
+-- both are made again; the view keeps the privileges it had (SELECT to
+-- PUBLIC when created) and its initial privileges.
+DO $$
+DECLARE
+	view_acl pg_catalog.aclitem[];
+	view_init pg_catalog.aclitem[];
+	new_view pg_catalog.oid;
+	a record;
+BEGIN
+	SELECT c.relacl INTO view_acl FROM pg_catalog.pg_class c
+		WHERE c.oid = '@extschema@.fenced_lock_holders'::pg_catalog.regclass;
+	SELECT i.initprivs INTO view_init FROM pg_catalog.pg_init_privs i
+		WHERE i.objoid = '@extschema@.fenced_lock_holders'::pg_catalog.regclass
+			AND i.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND i.objsubid = 0;
+	DROP VIEW @extschema@.fenced_lock_holders;
+	DROP FUNCTION @extschema@.fenced_lock_holders_data();
+	CREATE FUNCTION @extschema@.fenced_lock_holders_data(OUT pid integer, OUT role name,
+			OUT database name, OUT resource text, OUT token @extschema@.fence_token,
+			OUT kind text, OUT acquired_at timestamptz, OUT expires_at timestamptz,
+			OUT renewing boolean, OUT lost boolean)
+		RETURNS SETOF record
+		AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+	COMMENT ON FUNCTION @extschema@.fenced_lock_holders_data() IS 'the leases of every backend (see fenced_lock_holders)';
+	CREATE VIEW @extschema@.fenced_lock_holders AS
+		SELECT h.pid, h.role, h.database, h.resource, h.token, h.kind,
+			h.acquired_at, h.expires_at, h.renewing, h.lost
+		FROM @extschema@.fenced_lock_holders_data() AS h;
+	COMMENT ON VIEW @extschema@.fenced_lock_holders IS 'one row per Redis lease of every backend (this backend''s without preloading): pid, role, database, resource, token, kind, acquired_at, expires_at, renewing, lost';
+	new_view := '@extschema@.fenced_lock_holders'::pg_catalog.regclass;
+	FOR a IN SELECT * FROM pg_catalog.aclexplode(view_acl) LOOP
+		EXECUTE pg_catalog.format('GRANT %s ON %s TO %s%s',
+			a.privilege_type, new_view::pg_catalog.regclass,
+			CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
+			CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+	DELETE FROM pg_catalog.pg_init_privs i
+		WHERE i.objsubid = 0 AND i.objoid = new_view AND i.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass;
+	IF view_init IS NOT NULL THEN
+		INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+			VALUES (new_view, 'pg_catalog.pg_class'::pg_catalog.regclass, 0, 'e', view_init);
+	END IF;
+END $$;

@@ -283,7 +283,10 @@ renewer_record(const Renewal *r, RedisValue *reply, TimestampTz sent)
 			slot->expires = TimestampTzPlusMilliseconds(sent, r->ttl_ms);
 		}
 		else
-			slot->renewing = false; /* lost: nothing left to renew */
+		{
+			slot->renewing = false; /* nothing left to renew */
+			slot->lost = true;
+		}
 	}
 	SpinLockRelease(&slot->mutex);
 }

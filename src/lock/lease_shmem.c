@@ -339,6 +339,7 @@ lease_shmem_publish(LeaseListing *listing, const LeaseListed *lease)
 	slot->dbid = MyDatabaseId;
 	slot->xact = lease->xact;
 	slot->renewing = lease->renew;
+	slot->lost = false;
 	slot->counter_expires = counter_expires;
 	slot->token = lease->token;
 	slot->ttl_ms = lease->ttl_ms;
@@ -442,6 +443,25 @@ lease_shmem_renewing(const LeaseListing *listing)
 		renewing = slot->renewing;
 	SpinLockRelease(&slot->mutex);
 	return renewing;
+}
+
+/*
+ * Whether the renewer found the lease's lock held by another owner: lost
+ * before its expiry (lock_valid.c).
+ */
+bool
+lease_shmem_lost(const LeaseListing *listing)
+{
+	LeaseSlot  *slot = lease_shmem_listed(listing);
+	bool		lost = false;
+
+	if (slot == NULL)
+		return false;
+	SpinLockAcquire(&slot->mutex);
+	if (slot->generation == listing->generation)
+		lost = slot->lost;
+	SpinLockRelease(&slot->mutex);
+	return lost;
 }
 
 /* Give back the slot this backend reserved and did not use (exit). */

@@ -353,7 +353,7 @@ fenced_leases(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(fenced_lock_holders_data);
 
-#define HOLDERS_COLS	9
+#define HOLDERS_COLS	10
 
 /* The values of one row (every column NULL when not visible). */
 static void
@@ -384,6 +384,7 @@ holders_put(ReturnSetInfo *rsinfo, const LeaseSlot *l, bool visible)
 		values[6] = TimestampTzGetDatum(l->acquired);
 		values[7] = TimestampTzGetDatum(l->expires);
 		values[8] = BoolGetDatum(l->renewing);
+		values[9] = BoolGetDatum(l->lost);
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
@@ -420,7 +421,7 @@ holders_local(ReturnSetInfo *rsinfo)
 /*
  * fenced_lock_holders_data()
  *		pid, role, database, resource, token, kind, acquired_at,
- *		expires_at, renewing: see the header.
+ *		expires_at, renewing, lost: see the header.
  */
 Datum
 fenced_lock_holders_data(PG_FUNCTION_ARGS)

@@ -66,7 +66,7 @@ extern void fenced_release_notice(const char *lock_key, const char **args);
 
 /*
  * One lease of one backend.  Written by its backend, and by the renewer
- * (expires, renewing, renewed), each under mutex.  generation changes
+ * (expires, renewing, renewed, lost), each under mutex.  generation changes
  * whenever the slot stops describing the lease it did -- released, taken
  * again, freed -- so that the renewer, which reads a slot, talks to Redis
  * and then writes the outcome back, writes it only to the lease it read.
@@ -85,6 +85,7 @@ typedef struct LeaseSlot
 	/* the lease */
 	bool		xact;
 	bool		renewing;
+	bool		lost;			/* the renewer found the lock another's */
 	bool		counter_expires;	/* token key is fencing's own */
 	FenceToken	token;
 	int			ttl_ms;
@@ -135,6 +136,7 @@ extern void lease_shmem_set_expires(const LeaseListing *listing,
 extern void lease_shmem_refresh(const LeaseListing *listing,
 								TimestampTz *expires);
 extern bool lease_shmem_renewing(const LeaseListing *listing);
+extern bool lease_shmem_lost(const LeaseListing *listing);
 extern void lease_shmem_free_reserved(void);
 
 /* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>", at most 73 bytes. */

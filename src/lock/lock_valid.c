@@ -10,9 +10,9 @@
  * fenced_leases() shows it: from the session's table of leases, or, with
  * the library preloaded, from the lease's slot in the shared table, where
  * the renewer writes each renewal.  NULL when the session holds no lease
- * of resource, or when that expiry has passed: a renewal that failed, or
- * one that found the lock taken, moves nothing, so the lease runs out here
- * as it runs out in Redis.  It is an estimate, not Redis's word: the
+ * of resource, when that expiry has passed (a renewal that failed moves
+ * nothing, so the lease runs out here as it runs out in Redis), or when
+ * the renewer found the lock held by another owner: lost at once.  It is an estimate, not Redis's word: the
  * expiry of an acquisition is counted from when its reply was recorded,
  * and a lock deleted in Redis behind the session's back is not seen
  * (fenced_extend() asks Redis).
@@ -45,7 +45,7 @@ fenced_lock_valid_until(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	expires = lease->expires;
 	lease_shmem_refresh(&lease->listing, &expires);
-	if (expires <= GetCurrentTimestamp())
+	if (expires <= GetCurrentTimestamp() || lease_shmem_lost(&lease->listing))
 		PG_RETURN_NULL();
 	PG_RETURN_TIMESTAMPTZ(expires);
 }
