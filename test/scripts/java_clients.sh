@@ -44,12 +44,17 @@ CREATE TABLE bind_orders (order_id int PRIMARY KEY, tok fence_token);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON bind_orders
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'bind:1');
 INSERT INTO bind_orders VALUES (1, 1);
+CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON accounts
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'acct:{id}');
+INSERT INTO accounts VALUES (1, 0, 1);
 SQL
 
 mkdir "$workdir/classes"
 snippet java >"$workdir/FencedWrites.java"
 snippet java-outage >"$workdir/RedisOutage.java"
-cp "$FENCING_TOP/test/lib/JdbcBindings.java" "$workdir/"
+snippet job-java >"$workdir/FencedJob.java"
+cp "$FENCING_TOP/test/lib/JdbcBindings.java" "$FENCING_TOP/test/lib/JdbcPooler.java" "$workdir/"
 if javac -d "$workdir/classes" -cp "$classpath" "$workdir"/*.java 2>"$workdir/javac.log"; then
 	ok "doc/clients.md's Java snippets and JdbcBindings.java compile"
 else
@@ -74,6 +79,100 @@ else
 	not_ok "every binding of doc/clients.md's table behaves as it says"
 fi
 sed 's/^/#   /' "$workdir/bindings.log"
+
+# The job's shapes (doc/clients.md "pgJDBC and HikariCP"), during a previous
+# holder's transaction of acct:1 that adds 100 and commits while the
+# shape's acquisition waits: the read sees it, no update is lost.
+lock_key='fencing:v1:{r:acct:1}:lock'
+balance() { sql -c "SELECT balance FROM accounts WHERE id = 1"; }
+holder_pid=
+hold() {
+	psql -X -q -v ON_ERROR_STOP=1 -c "BEGIN" \
+		-c "SELECT fenced_acquire_xact('acct:1')" \
+		-c "UPDATE accounts SET balance = balance + 100 WHERE id = 1" \
+		-c "SELECT pg_sleep(1)" -c "COMMIT" >/dev/null &
+	holder_pid=$!
+	for _ in $(seq 200); do
+		[ "$(redis-cli -p "$REDIS_PORT" EXISTS "$lock_key")" = 1 ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+holder_done() {
+	local rc=0
+	wait "$holder_pid" || rc=$?
+	[ "$rc" -eq 0 ]
+}
+run_shape() {
+	local where=$1 url=$2 out before
+	before=$(balance)
+	hold
+	out=$(JDBC_URL=$url run_java FencedJob)
+	check "... the previous holder committed" holder_done
+	expect "doc/clients.md's pgJDBC shapes $where: the read sees the previous holder's commit" \
+		"$out" "read-then-write read $((before + 100))
+write-only done"
+	expect "... and no update is lost" "$(balance)" "$((before + 102))"
+	expect "... and the lock was given back" "$(redis-cli -p "$REDIS_PORT" EXISTS "$lock_key")" 0
+}
+run_shape directly "$JDBC_URL"
+
+# Behind pgbouncer in transaction mode (doc/clients.md "Behind pgbouncer"):
+# two server connections for three clients.  pgJDBC sends
+# extra_float_digits at startup, which pgbouncer refuses unless told to
+# ignore it.
+harness_install_deps pgbouncer
+harness_tmpdir bouncer_dir
+bouncer_port=$(harness_free_port)
+printf '"postgres" ""\n' >"$bouncer_dir/users.txt"
+cat >"$bouncer_dir/pgbouncer.ini" <<INI
+[databases]
+app = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bouncer_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $bouncer_dir/users.txt
+pool_mode = transaction
+default_pool_size = 2
+max_client_conn = 20
+ignore_startup_parameters = extra_float_digits
+pidfile = $bouncer_dir/pgbouncer.pid
+logfile = $bouncer_dir/pgbouncer.log
+INI
+chmod 644 "$bouncer_dir"/*
+if [ "$(id -u)" -eq 0 ]; then
+	chown postgres: "$bouncer_dir"/*
+	pgbouncer -d -u postgres "$bouncer_dir/pgbouncer.ini"
+else
+	pgbouncer -d "$bouncer_dir/pgbouncer.ini"
+fi
+for _ in $(seq 100); do
+	[ -s "$bouncer_dir/pgbouncer.pid" ] && break
+	sleep 0.05
+done
+HARNESS_PIDS+=("$(cat "$bouncer_dir/pgbouncer.pid")")
+bouncer_url="jdbc:postgresql://127.0.0.1:$bouncer_port/app?user=postgres"
+
+sql -c "CREATE TABLE pooled (id int PRIMARY KEY, balance bigint NOT NULL, tok fence_token);
+	CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON pooled
+		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'pool:{id}');
+	INSERT INTO pooled VALUES (1, 0, 1), (2, 0, 1)" >/dev/null
+pooled_sum() { sql -c "SELECT sum(balance) FROM pooled"; }
+before=$(pooled_sum)
+out=$(run_java JdbcPooler "$bouncer_url" 3 40)
+echo "$out" | sed 's/^/# with defaults: /'
+expect_match "through pgbouncer in transaction mode, pgJDBC's defaults fail jobs with 42P05, 26000, 08P01 or 25P02" \
+	"$out" "^jobs [0-9]+ of 120 sqlstates (42P05|26000|08P01|25P02)( (42P05|26000|08P01|25P02))*\$"
+check "... and fewer than all jobs commit" test "$(sed -n 's/^jobs \([0-9]*\) of.*/\1/p' <<<"$out")" -lt 120
+before=$(pooled_sum)
+out=$(run_java JdbcPooler "$bouncer_url&prepareThreshold=0" 3 40)
+expect "with prepareThreshold=0 every job commits" "$out" "jobs 120 of 120
+sqlstates -"
+expect "... and no update is lost" "$(pooled_sum)" "$((before + 120))"
+run_shape "through pgbouncer with prepareThreshold=0" "$bouncer_url&prepareThreshold=0"
 
 kill "$REDIS_PID"
 wait "$REDIS_PID" 2>/dev/null || true
