@@ -116,6 +116,9 @@ write-only done"
 	expect "... and the lock was given back" "$(redis-cli -p "$REDIS_PORT" EXISTS "$lock_key")" 0
 }
 run_shape directly "$JDBC_URL"
+# a COMMIT that commit() sent after the write's would find no transaction
+check "... and commit() sends no COMMIT of its own after the write's" \
+	bash -c '! grep -q "there is no transaction in progress" "$1"' _ "$PGHOST/server.log"
 
 # Behind pgbouncer in transaction mode (doc/clients.md "Behind pgbouncer"):
 # two server connections for three clients.  pgJDBC sends
