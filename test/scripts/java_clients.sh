@@ -123,7 +123,8 @@ check "... and commit() sends no COMMIT of its own after the write's" \
 # Behind pgbouncer in transaction mode (doc/clients.md "Behind pgbouncer"):
 # two server connections for three clients.  pgJDBC sends
 # extra_float_digits at startup, which pgbouncer refuses unless told to
-# ignore it.
+# ignore it: first without ignore_startup_parameters, then with it
+# (reloaded on SIGHUP).
 harness_install_deps pgbouncer
 harness_tmpdir bouncer_dir
 bouncer_port=$(harness_free_port)
@@ -141,7 +142,7 @@ auth_file = $bouncer_dir/users.txt
 pool_mode = transaction
 default_pool_size = 2
 max_client_conn = 20
-ignore_startup_parameters = extra_float_digits
+admin_users = postgres
 pidfile = $bouncer_dir/pgbouncer.pid
 logfile = $bouncer_dir/pgbouncer.log
 INI
@@ -158,6 +159,14 @@ for _ in $(seq 100); do
 done
 HARNESS_PIDS+=("$(cat "$bouncer_dir/pgbouncer.pid")")
 bouncer_url="jdbc:postgresql://127.0.0.1:$bouncer_port/app?user=postgres"
+expect_match "pgbouncer refuses pgJDBC's connection without ignore_startup_parameters" \
+	"$(run_java JdbcPooler "$bouncer_url" 1 1)" "unsupported startup parameter: extra_float_digits"
+sed -i 's/^pidfile = /ignore_startup_parameters = extra_float_digits\npidfile = /' "$bouncer_dir/pgbouncer.ini"
+kill -HUP "$(cat "$bouncer_dir/pgbouncer.pid")"
+for _ in $(seq 100); do
+	grep -q 'ignore_startup_parameters|extra_float_digits' <(psql -X -A -t -h 127.0.0.1 -p "$bouncer_port" -U postgres pgbouncer -c 'SHOW CONFIG' 2>/dev/null) && break
+	sleep 0.05
+done
 
 sql -c "CREATE TABLE pooled (id int PRIMARY KEY, balance bigint NOT NULL, tok fence_token);
 	CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON pooled
