@@ -16,7 +16,7 @@ nothing for their session (synchronous_commit is the server's), and the
 backends are the server connections found on DIRECT_PORT after the
 warm-up.
 
-       job.py summary FILE ROUNDS DESIGN...
+       job.py summary FILE DESIGN...
 prints the summary of FILE's measurements: per design the median jobs/s,
 the median over rounds of its rate over its hand-written twin's in the
 same round (hand, or rw_hand for rw_*) with a distribution-free 95%
@@ -257,7 +257,7 @@ def median_interval(values):
 
 
 def summary():
-    path, rounds, designs = sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+    path, designs = sys.argv[2], sys.argv[3:]
     rows = {}
     with open(path) as f:
         for line in f:

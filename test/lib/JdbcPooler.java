@@ -9,7 +9,8 @@
 // balance, a write of balance + 1, commit, on accounts 1 and 2 of table
 // pooled (id int, balance bigint, tok fence_token, guarded per row) in turn.
 // Prints "jobs OK of TOTAL" and "sqlstates" with the SQLSTATEs of the jobs
-// that failed, sorted, each once ("-" if none).  The caller compares the
+// that failed, sorted, each once ("-" if none; "busy" for a lock still
+// busy after the wait).  The caller compares the
 // balances before and after with OK.
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -67,7 +68,7 @@ public class JdbcPooler {
                         rs.next();
                         rs.getLong(1);
                         if (rs.wasNull())
-                            throw new SQLException("busy", "BUSY1");
+                            throw new SQLException("the lock is busy", "busy");
                     }
                 }
                 long balance;
