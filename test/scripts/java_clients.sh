@@ -18,6 +18,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/job_holder.sh"
 
 java_pkgs=(default-jdk-headless libpostgresql-jdbc-java libhikaricp-java libslf4j-java)
 if ! harness_install_deps "${java_pkgs[@]}" || ! command -v javac >/dev/null; then
@@ -83,37 +84,18 @@ sed 's/^/#   /' "$workdir/bindings.log"
 # The job's shapes (doc/clients.md "pgJDBC and HikariCP"), during a previous
 # holder's transaction of acct:1 that adds 100 and commits while the
 # shape's acquisition waits: the read sees it, no update is lost.
-lock_key='fencing:v1:{r:acct:1}:lock'
 balance() { sql -c "SELECT balance FROM accounts WHERE id = 1"; }
-holder_pid=
-hold() {
-	psql -X -q -v ON_ERROR_STOP=1 -c "BEGIN" \
-		-c "SELECT fenced_acquire_xact('acct:1')" \
-		-c "UPDATE accounts SET balance = balance + 100 WHERE id = 1" \
-		-c "SELECT pg_sleep(1)" -c "COMMIT" >/dev/null &
-	holder_pid=$!
-	for _ in $(seq 200); do
-		[ "$(redis-cli -p "$REDIS_PORT" EXISTS "$lock_key")" = 1 ] && return 0
-		sleep 0.02
-	done
-	return 1
-}
-holder_done() {
-	local rc=0
-	wait "$holder_pid" || rc=$?
-	[ "$rc" -eq 0 ]
-}
 run_shape() {
 	local where=$1 url=$2 out before
 	before=$(balance)
-	hold
+	hold waiter
 	out=$(JDBC_URL=$url run_java FencedJob)
 	check "... the previous holder committed" holder_done
 	expect "doc/clients.md's pgJDBC shapes $where: the read sees the previous holder's commit" \
 		"$out" "read-then-write read $((before + 100))
 write-only done"
 	expect "... and no update is lost" "$(balance)" "$((before + 102))"
-	expect "... and the lock was given back" "$(redis-cli -p "$REDIS_PORT" EXISTS "$lock_key")" 0
+	expect "... and the lock was given back" "$(redis-cli -p "$REDIS_PORT" EXISTS "$hold_lock_key")" 0
 }
 run_shape directly "$JDBC_URL"
 # a COMMIT that commit() sent after the write's would find no transaction

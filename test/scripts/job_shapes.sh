@@ -24,6 +24,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/job_holder.sh"
 
 harness_install_deps python3-sqlalchemy python3-psycopg
 command -v npm >/dev/null || harness_install_deps nodejs npm
@@ -41,33 +42,11 @@ CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON accounts
 INSERT INTO accounts VALUES (1, 0, 1);
 SQL
 
-lock_key='fencing:v1:{r:acct:1}:lock'
 balance() { sql -c "SELECT balance FROM accounts WHERE id = 1"; }
-
-# A previous holder of acct:1: takes the lock, adds 100, and commits
-# after a second, giving the lock back.  Returns once it holds the lock.
-holder_pid=
-hold() {
-	psql -X -q -v ON_ERROR_STOP=1 -c "BEGIN" \
-		-c "SELECT fenced_acquire_xact('acct:1')" \
-		-c "UPDATE accounts SET balance = balance + 100 WHERE id = 1" \
-		-c "SELECT pg_sleep(1)" -c "COMMIT" >/dev/null &
-	holder_pid=$!
-	for _ in $(seq 200); do
-		[ "$(redis-cli -p "$REDIS_PORT" EXISTS "$lock_key")" = 1 ] && return 0
-		sleep 0.02
-	done
-	return 1
-}
-holder_done() {
-	local rc=0
-	wait "$holder_pid" || rc=$?
-	[ "$rc" -eq 0 ]
-}
 
 # the read in the acquisition's statement: the snapshot before the lock
 before=$(balance)
-hold
+hold waiter
 got=$(sql -c "SELECT fenced_acquire_xact('acct:1', wait => '10s') IS NOT NULL,
 	(SELECT balance FROM accounts WHERE id = 1)")
 check "... the previous holder committed" holder_done
@@ -76,7 +55,7 @@ expect "a read in the acquisition's own statement misses the previous holder's c
 
 # the read in a statement of its own, in the same query string
 before=$(balance)
-hold
+hold waiter
 got=$(sql -c "BEGIN; SELECT fenced_acquire_xact('acct:1', wait => '10s') IS NOT NULL;
 	SELECT balance FROM accounts WHERE id = 1; COMMIT")
 check "... the previous holder committed" holder_done
@@ -85,7 +64,7 @@ $((before + 100))"
 
 # write-only, the lock busy: the guard rejects the tokenless write
 before=$(balance)
-hold
+hold 5
 got=$(sqlstate_of postgres "SELECT fenced_acquire_xact('acct:1'); UPDATE accounts SET balance = balance + 1 WHERE id = 1")
 check "... the previous holder committed" holder_done
 expect "the write-only string, its lock busy: TF002, nothing written" "$got|$(balance)" "TF002|$((before + 100))"
@@ -96,14 +75,14 @@ run_shape() {
 	local name=$1 out before
 	shift
 	before=$(balance)
-	hold
+	hold waiter
 	out=$("$@" 2>&1) || true
 	check "... the previous holder committed" holder_done
 	expect "doc/clients.md's $name shapes: the read sees the previous holder's commit" \
 		"$out" "read-then-write read $((before + 100))
 write-only done"
 	expect "... and no update is lost" "$(balance)" "$((before + 102))"
-	expect "... and the lock was given back" "$(redis-cli -p "$REDIS_PORT" EXISTS "$lock_key")" 0
+	expect "... and the lock was given back" "$(redis-cli -p "$REDIS_PORT" EXISTS "$hold_lock_key")" 0
 }
 
 snippet job-psycopg2 >"$workdir/psycopg2_job.py"
