@@ -73,6 +73,24 @@ sess a "COMMIT;"
 left=$(for i in $(seq 1 10); do lock_on "$(topology_cluster_node_of "$(lock_key "c:x:$i")")" "c:x:$i"; done | grep -c 1)
 expect "all given back at commit" "$S|$left" "00000|0"
 
+# a set of resources over several nodes (fenced_acquire_xact(text[])):
+# each taken on its slot's primary, one by one in byte order, all or none
+set_held() { for i in $(seq 1 10); do [ "$i" = "${1:-}" ] && continue; lock_on "$(topology_cluster_node_of "$(lock_key "c:set:$i")")" "c:set:$i"; done | grep -c 1; }
+SET10="ARRAY(SELECT 'c:set:' || i FROM generate_series(1, 10) i)"
+sess a "BEGIN; SELECT array_length(fenced_acquire_xact($SET10), 1);"
+expect "a set of ten resources in one call" "$S|$R" "00000|10"
+expect "held on their slots' primaries" "$(set_held)" 10
+sess a "COMMIT;"
+expect "all given back at commit" "$S|$(set_held)" "00000|0"
+sess_open b
+sess b "SELECT fenced_acquire('c:set:5') IS NOT NULL;"
+sess a "BEGIN; SELECT fenced_acquire_xact($SET10, wait => '100ms') IS NULL;"
+expect "one of them busy on its node: NULL" "$S|$R" "00000|t"
+expect "and none of the others is held, before the transaction ends" "$(set_held 5)" 0
+sess a "COMMIT;"
+sess b "SELECT fenced_release('c:set:5');"
+sess_close b
+
 sess a "SET fencing.redis_wait_replicas = 1; SELECT fenced_acquire('c:2');"
 expect_match "fencing.redis_wait_replicas = 1: the slot's replica acknowledges" "$S|$R" "^00000\|[1-9][0-9]*$"
 sess a "SET fencing.redis_wait_replicas = 2; SET fencing.redis_wait_timeout = '200ms'; SELECT fenced_acquire('c:2');"
