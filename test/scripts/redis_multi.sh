@@ -104,11 +104,13 @@ loop_script() {
 harness_tmpdir LOOPS
 loop_script "ARRAY['acct:a', 'acct:b']" >"$LOOPS/ab.sql"
 loop_script "ARRAY['acct:b', 'acct:a']" >"$LOOPS/ba.sql"
+t0=$(now_ms)
 psql -X -q -A -t -f "$LOOPS/ab.sql" >"$LOOPS/ab.out" 2>&1 &
 p1=$!
 psql -X -q -A -t -f "$LOOPS/ba.sql" >"$LOOPS/ba.out" 2>&1 &
 p2=$!
 wait "$p1" "$p2"
+echo "# 2 x 150 sets of two taken in opposite orders in $(($(now_ms) - t0)) ms"
 out=$(cat "$LOOPS/ab.out" "$LOOPS/ba.out")
 expect "{a,b} and {b,a} in loops: every one of 300 acquisitions took both" \
 	"$(printf '%s\n' "$out" | grep -c '^got:true$')" "300"
