@@ -103,6 +103,7 @@ void
 marks_init(void)
 {
 	marks_cache_init();
+	marks_floor_init();
 	marks_hint_init();
 }
 
@@ -353,6 +354,15 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	bool		written;
 	bool		accepted;
 	ItemPointerData version;
+
+	/*
+	 * Below the token of an acquisition in progress: stale at once, whether
+	 * or not that transaction commits, since the newer token's lease
+	 * exists (marks_floor.c).  Checked before what this transaction holds,
+	 * which an acquisition elsewhere does not lock out.
+	 */
+	if (marks_floor_stale(resource, token, &mark))
+		marks_report_stale(resource, NULL, NULL, token, mark);
 
 	if (held != NULL)
 	{

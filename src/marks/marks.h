@@ -26,6 +26,15 @@ typedef enum MarksAcquireResult
 	MARKS_ACQUIRE_BUSY			/* a writer in progress outlasted the wait */
 } MarksAcquireResult;
 
+/* What recording an acquisition's floor did (marks_floor.c). */
+typedef enum MarksFloorResult
+{
+	FLOOR_RECORDED,				/* the floor is the token, until the
+								 * transaction ends */
+	FLOOR_ABOVE,				/* a floor at or above it is recorded */
+	FLOOR_FULL					/* no room, or no table: raise the mark */
+} MarksFloorResult;
+
 extern void marks_init(void);
 extern void marks_at_xact_end(void);
 extern void marks_check(const char *resource, FenceToken token, bool strict);
@@ -40,6 +49,15 @@ extern bool marks_read(const char *resource, FenceToken *mark);
 extern bool marks_read_newest(const char *resource, FenceToken *mark);
 extern FenceToken marks_advance(const char *resource, FenceToken token);
 extern bool marks_forget(const char *resource);
+
+extern void marks_floor_init(void);
+extern bool marks_floor_enabled(void);
+extern MarksFloorResult marks_floor_record(const char *resource,
+										   FenceToken token, bool session);
+extern void marks_floor_forget(const char *resource);
+extern bool marks_floor_get(const char *resource, FenceToken *token);
+extern bool marks_floor_stale(const char *resource, FenceToken token,
+							  FenceToken *floor);
 
 /* Fewer decimal digits than the mark's by at least this many: another source. */
 #define STALE_HINT_MIN_DIGITS	6
