@@ -30,7 +30,7 @@
  * marks table, a restore that failed on it), a resource whose rows carry
  * tokens above its mark accepts stale writes.  fence_check_coverage()
  * reads every row of every guarded table, or of one, the way fence_attach()
- * seeds (attach_seed.c), and reports per table how many resources have a
+ * seeds (above), and reports per table how many resources have a
  * mark below one of their rows' tokens or none; with repair, it raises
  * those marks.  It reads whole tables: run it when a table may be read
  * end to end.  The caller must own each table it checks; called for

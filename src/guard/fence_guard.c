@@ -479,7 +479,7 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 
 /*
  * A write replicated from a publisher, which fenced it: accept it, and
- * raise this subscriber's marks to the token it carries (replica.c).
+ * raise this subscriber's marks to the token it carries (marks_sql.c).
  */
 static HeapTuple
 guard_replicated(TriggerData *trigdata, GuardConfig *config)

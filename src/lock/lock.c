@@ -101,7 +101,7 @@ fenced_lock_init(void)
 /*
  * The module's transaction and session ends (fencing.c), carried out by the
  * release batches of lease_release.c; a build without hiredis has its own
- * (fenced_lock_nohiredis.c).
+ * (lock_nohiredis.c).
  */
 void
 fenced_lock_at_xact_end(bool commit)

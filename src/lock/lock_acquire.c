@@ -6,7 +6,7 @@
  *	  release: its subscription to the release notices of a resource, and
  *	  its sleep.
  *
- * Each attempt is one round trip (fenced_attempt.c); a busy lock is tried
+ * Each attempt is one round trip (lock_attempt.c); a busy lock is tried
  * again until the caller's deadline, when its release is announced
  * (below), or at its expiry, or after a back-off where no
  * announcement can be heard.
@@ -16,12 +16,12 @@
  * it back.
  *
  * The release script announces a lock it deleted on the resource's
- * channel (fenced_release_channel, lock_settings.c).  A waiter subscribes
- * on a second connection (redis_subscribe.c) after its first attempt found the lock
- * busy, by the acquisition's deadline, tries once more (a release before
- * the subscription was made would go unheard), and then sleeps until a
- * notice, the lock's PTTL, FENCED_WAKE_MAX_SLEEP or its deadline,
- * whichever comes first, and tries again.  The PTTL wake covers an
+ * channel (fenced_release_channel, lock_settings.c).  A waiter
+ * subscribes on a second connection (redis_subscribe.c) after its first
+ * attempt found the lock busy, by the acquisition's deadline, tries once
+ * more (a release before the subscription was made would go unheard),
+ * and then sleeps until a notice, the lock's PTTL, FENCED_WAKE_MAX_SLEEP
+ * or its deadline, whichever comes first, and tries again.  The PTTL wake covers an
  * expiry, which nobody announces, and any notice missed; the longest
  * sleep covers locks released by other clients of a shared key layout,
  * which announce nothing.
@@ -205,7 +205,7 @@ fenced_backoff(int step, long long pttl, long remaining)
 /*
  * fenced_record_token
  *		Make every token older than the one just issued under owner stale
- *		for resource from the acquisition on (doc/lock-reference.md, "Reads
+ *		for resource from the acquisition on (doc/lock-failures.md, "Reads
  *		and the acquisition"): record it as the resource's floor for the
  *		calling transaction (marks_floor.c), which locks nothing, so that a
  *		holder stalled in its transaction does not keep this one waiting;

@@ -4,7 +4,7 @@
  *	  One attempt at a lock: the acquire script, its token, and whether an
  *	  attempt that failed may have run.
  *
- * One acquisition is one round trip: a Lua script (fenced_lock_scripts.h)
+ * One acquisition is one round trip: a Lua script (lock_scripts.h)
  * that takes the lock with the caller's owner string and a TTL and issues
  * the next token, atomically.
  *
@@ -16,7 +16,7 @@
  * one let through.  So a token is max(counter + 1, microseconds of the
  * Redis server's clock): after a loss the clock, not the lost counter,
  * puts it above every token issued before, as long as the clocks of the
- * Redis servers agree to within a failover's duration (doc/redis.md, "Tokens").
+ * Redis servers agree to within a failover's duration (doc/lock-failures.md, "Tokens").
  *
  * Counter regression.  In case that clock is behind, every acquisition
  * passes the resource's newest high-water mark (committed or in progress,
@@ -47,7 +47,7 @@
 /*
  * How far past the high-water mark a counter that went backwards is set,
  * before the Redis clock is added: a repaired token is mark + gap + T, T
- * being the Redis server's clock in microseconds (doc/redis.md,
+ * being the Redis server's clock in microseconds (doc/lock-failures.md,
  * "Tokens after repeated losses").
  *
  * The gap keeps it above the tokens that the lost counter handed out above

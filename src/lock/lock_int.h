@@ -57,10 +57,10 @@ extern int	fenced_counter_linger(void);
 extern char *fenced_release_channel(const char *lock_key);
 extern void fenced_release_notice(const char *lock_key, const char **args);
 
-/* Owner strings (lease_table.h's FENCED_OWNER_LEN). */
+/* Owner strings (FENCED_OWNER_LEN, below). */
 #define LEASE_SHMEM_OWNER_LEN		80
 
-/* Key templates are at most this long (fenced_settings.c checks). */
+/* Key templates are at most this long (lock_settings.c checks). */
 #define LEASE_SHMEM_TEMPLATE_LEN	1025
 
 /*
@@ -96,7 +96,7 @@ typedef struct LeaseSlot
 	char		token_template[LEASE_SHMEM_TEMPLATE_LEN];
 } LeaseSlot;
 
-/* A lease's place in the table, kept in its entry (lease_table.h). */
+/* A lease's place in the table, kept in its entry (Lease, below). */
 typedef struct LeaseListing
 {
 	int			slot;			/* 1 + its slot, 0 if unlisted */

@@ -5,7 +5,7 @@
  *	  hiredis (make WITH_HIREDIS=0): each checks its arguments, as the
  *	  build with Redis does, and then says Redis support is not built.
  *
- * The Makefile builds this file instead of fenced_lock.c and the lease
+ * The Makefile builds this file instead of lock.c and the lease
  * layer.  Without Redis no lease is ever taken: there is nothing to give
  * back at the end of a transaction or at DISCARD ALL, and nothing to keep
  * a transaction from being prepared.

@@ -167,7 +167,7 @@
  * release
  *	KEYS[1] lock key;
  *	ARGV[1] 'PUBLISH', 'SPUBLISH' (Cluster mode) or '' for no notice,
- *	ARGV[2] the channel of the release notice (fenced_wake.c),
+ *	ARGV[2] the channel of the release notice (fenced_release_channel),
  *	ARGV[3..] owners under which the caller may hold it
  *
  * Returns 1 when the lock was the caller's and is now deleted, 0

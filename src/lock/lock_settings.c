@@ -51,7 +51,7 @@
  * extended with, in ms.  Past that, the next token comes from the Redis
  * clock, which has then passed the last token issued (unless tokens were
  * issued faster than one per microsecond for that long), or from a repair
- * that is above it (fenced_attempt.c), so the key is disposable and Redis
+ * that is above it (lock_attempt.c), so the key is disposable and Redis
  * no longer keeps one per resource ever locked.
  */
 #define FENCED_COUNTER_LINGER		60000

@@ -125,7 +125,7 @@ marks_init(void)
  * still is, the index lookup is saved, whose dirty scan would walk every
  * version this transaction made (one per subtransaction that raised the
  * mark) before reaching it; if not, the mark is looked up.  A hint from
- * the shared table (hint_shared, marks_hint.c) may point anywhere.
+ * the shared table (hint_shared, marks_cache.c) may point anywhere.
  */
 static bool
 marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,

@@ -76,7 +76,7 @@ extern void marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode);
 extern void marks_close(MarksRel *m);
 extern BlockNumber marks_nblocks(MarksRel *m);
 
-/* marks_read.c: reading its rows */
+/* marks_table.c: reading its rows */
 
 extern MarksLook marks_look(MarksRel *m, const MarksWait *wait,
 							HeapTuple *tuple);

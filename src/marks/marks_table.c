@@ -192,8 +192,8 @@ marks_slot_newer(TupleTableSlot *slot, const MarksWait *wait)
  * it is holds the lock, and the write being checked is stale whether or
  * not it commits.  Waiting instead could deadlock a stale writer, which
  * locked its data row before the mark, with the new holder, whose
- * acquisition locked the mark before its rows (doc/redis.md, "Reads and the
- * acquisition").  With wait->deadline set, a writer in progress is waited
+ * acquisition locked the mark before its rows (doc/lock-failures.md, "Reads
+ * and the acquisition").  With wait->deadline set, a writer in progress is waited
  * for until then only (MARKS_TIMED_OUT).  NULL wait: wait as long as it
  * takes.
  *

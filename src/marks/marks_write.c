@@ -189,7 +189,7 @@ marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
  * UPDATE only to a row it has: one that lacks the mark (it forgot it, or
  * subscribed without copying the data) skips the change, and fires no
  * trigger.  An INSERT always reaches the marks table's ENABLE ALWAYS
- * trigger there, which turns it into a raise (replica.c).
+ * trigger there, which turns it into a raise (marks_sql.c).
  *
  * To every other writer this looks like an update that is not HOT: the
  * old version is deleted by a transaction in progress, which a look waits

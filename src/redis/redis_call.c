@@ -42,7 +42,7 @@
 #include "utils/timestamp.h"
 
 /*
- * The table of doc/redis.md's "SQLSTATEs of the Redis functions", by Redis
+ * The table of doc/lock-reference.md's "SQLSTATEs of the Redis functions", by Redis
  * error code.
  */
 static const RedisErrorClass redis_error_classes[] = {

@@ -10,8 +10,7 @@
  * that a call costs no more round trips than with one server.  The link
  * used last is the active one: keyless commands (WAIT, after the script)
  * go to it, the node that ran the script.  The map of slots to primaries
- * is redis_cluster_map.c's, loaded here (CLUSTER SLOTS) when a slot is
- * not in it.
+ * is loaded (CLUSTER SLOTS) when a slot is not in it.
  *
  * A -MOVED or -ASK reply is followed once (redis_cluster_send); a second
  * redirect is returned as it is, for the caller to report (TF103).
@@ -25,9 +24,8 @@
  *	  hash tag: the bytes between the first "{" and the next "}", when
  *	  there is at least one;
  *	- the map of slots to primaries comes from CLUSTER SLOTS, asked of a
- *	  known primary or a seed of fencing.redis_cluster_nodes (the routing
- *	  module, redis_cluster.c, asks; this file parses and keeps the
- *	  answer);
+ *	  known primary or a seed of fencing.redis_cluster_nodes (the
+ *	  routing asks; the map parses and keeps the answer);
  *	- a -MOVED reply names the slot's new primary: the slot is set at once
  *	  and the whole map is reloaded at the next call, as the specification
  *	  suggests, since a MOVED usually means that more than one slot moved.

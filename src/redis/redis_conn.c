@@ -366,7 +366,7 @@ redis_commands_noerror_within(const RedisBudget *budget, int ncommands,
 /*
  * redis_refused
  *		Drop the connection and report an error reply, with a SQLSTATE
- *		chosen by the Redis error code (see doc/redis.md's table).
+ *		chosen by the Redis error code (see doc/lock-reference.md's table).
  */
 void
 redis_refused(const char *command, const RedisValue *reply)

@@ -24,7 +24,7 @@
  * reads its header, so without caps a hostile server could make a backend
  * allocate without bound.  Bytes are counted as they are read, array
  * elements as hiredis announces them (its reader has no maxelements
- * before 1.0: every socket gets our createArray, redis_value.c, which
+ * before 1.0: every socket gets our createArray, redis_call.c, which
  * refuses before anything is allocated).  The caps sit far above the largest reply
  * expected: CLUSTER SLOTS of 500 primaries with a replica each, the slots
  * scattered in 16,384 ranges, is about 3 MB and 330,000 elements.  The

@@ -3,7 +3,7 @@
  * redis_settings.c
  *	  Every setting of the Redis client: definitions, check hooks, the
  *	  show hook that masks the password (the password files are read by
- *	  redis_secret_file.c).
+ *	  redis_tls_config.c).
  *
  * They exist whether or not the module was built with hiredis, so that
  * one postgresql.conf serves both builds; the client reads them when it
@@ -73,7 +73,7 @@ static const struct config_enum_entry redis_tls_options[] = {
 
 static void redis_tls_settings_init(void);
 
-/* See redis_settings.h. */
+/* See redis.h. */
 uint64		redis_settings_generation = 0;
 uint64		redis_cluster_generation = 0;
 

@@ -114,6 +114,8 @@ def check_includes(src):
             for inc in edges[f]:
                 if inc != "fencing_errcodes.h" and layer_of(inc) not in allowed:
                     bad.append("%s includes %s" % (f, inc))
+        if not any(layer_of(f) == layer for f in files):
+            bad.append("src/%s/ holds no source file" % layer)
         report("src/%s/ includes %s" % (layer, uses_text(layer)), bad)
     bad = []
     for f in files:
@@ -174,6 +176,8 @@ def check_calls(objdir):
             for target, names in sorted(uses[f].items()):
                 if layer_of(target) not in allowed:
                     bad.append("%s uses %s of %s" % (f, ", ".join(sorted(names)[:4]), target))
+        if layer != "top" and not any(layer_of(f) == layer for f in syms):
+            bad.append("src/%s/ holds no object file" % layer)
         if layer != "top":
             report("src/%s/ calls %s" % (layer, uses_text(layer)), bad)
     bad = []
