@@ -103,7 +103,7 @@ void
 marks_init(void)
 {
 	marks_cache_init();
-	marks_floor_init();
+	marks_floor_init(marks_raise_for_holder);
 	marks_hint_init();
 }
 

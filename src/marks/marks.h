@@ -50,7 +50,10 @@ extern bool marks_read_newest(const char *resource, FenceToken *mark);
 extern FenceToken marks_advance(const char *resource, FenceToken token);
 extern bool marks_forget(const char *resource);
 
-extern void marks_floor_init(void);
+typedef MarksAcquireResult (*MarksFloorRaise) (const char *resource,
+											   FenceToken token,
+											   TimestampTz deadline);
+extern void marks_floor_init(MarksFloorRaise raise);
 extern bool marks_floor_enabled(void);
 extern MarksFloorResult marks_floor_record(const char *resource,
 										   FenceToken token, bool session);

@@ -103,6 +103,9 @@ static char memo_resource[FENCING_RESOURCE_MAX_BYTES + 1];
 static FenceToken memo_token;
 static uint64 memo_generation = 0;
 
+/* marks_raise_for_holder, given by marks.c, which calls this file */
+static MarksFloorRaise floor_raise = NULL;
+
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -367,8 +370,8 @@ floor_write_marks(void)
 
 		if (marks_floor_get(m->resource, &floor) && floor > m->token)
 			continue;
-		if (marks_raise_for_holder(m->resource, m->token,
-								   GetCurrentTimestamp()) == MARKS_ACQUIRE_BUSY)
+		if (floor_raise(m->resource, m->token,
+						GetCurrentTimestamp()) == MARKS_ACQUIRE_BUSY)
 			m->keep = m->session;
 	}
 	PopActiveSnapshot();
@@ -484,11 +487,13 @@ floor_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
  * marks_floor_init
  *		When the library is preloaded, define fencing.max_floors and
  *		reserve the table; called from _PG_init.  A setting that sizes
- *		shared memory can only be defined then.
+ *		shared memory can only be defined then.  raise writes a mark before
+ *		a transaction commits (marks_raise_for_holder).
  */
 void
-marks_floor_init(void)
+marks_floor_init(MarksFloorRaise raise)
 {
+	floor_raise = raise;
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	DefineCustomIntVariable("fencing.max_floors",
