@@ -480,6 +480,7 @@ acquire_record(Acquisition *a)
 		xact_note_resource(a->resource);
 	if (!a->xact && fencing_acquire_raises_mark)
 		xact_note_session_acquired(a->resource, a->owner);
+	lease_release_note_sub(a->resource, a->owner);
 	lease->held = true;
 	lease->xact = a->xact;
 	lease->lapsed = false;
