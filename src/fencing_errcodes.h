@@ -64,6 +64,10 @@
 /* renew => true with the shared table of lock holders full
  * (fencing.max_leases): raise it, or acquire without renew. */
 #define ERRCODE_FENCING_LEASE_TABLE_FULL MAKE_SQLSTATE('T','F','1','0','9')
+/* This transaction held a lock whose lease ended while it stalled, and a
+ * newer holder of the resource, waiting for it, ended it: its work is
+ * rolled back; acquire the lock again, and read again. */
+#define ERRCODE_FENCING_TAKEN_OVER		MAKE_SQLSTATE('T','F','1','1','0')
 
 /*
  * Standard codes we reuse where they mean exactly that:

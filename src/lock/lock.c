@@ -97,6 +97,7 @@ fenced_lock_init(void)
 	lease_shmem_init();
 	lease_renewer_register();
 	lease_release_init();
+	lease_takeover_init();
 }
 
 /*

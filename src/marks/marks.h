@@ -54,6 +54,16 @@ typedef MarksAcquireResult (*MarksFloorRaise) (const char *resource,
 											   FenceToken token,
 											   TimestampTz deadline);
 extern void marks_floor_init(MarksFloorRaise raise);
+
+/*
+ * Called when a write of token to resource must wait for transaction xid,
+ * which holds the mark; > 0: xid is being ended, poll for it every so many
+ * ms (asking again); 0: wait for it as for any writer.  Set by the lock
+ * layer (lease_takeover.c), which the marks layer cannot call.
+ */
+typedef int (*MarksStalledHook) (const char *resource, FenceToken token,
+								 TransactionId xid);
+extern PGDLLIMPORT MarksStalledHook marks_stalled_hook;
 extern bool marks_floor_enabled(void);
 extern MarksFloorResult marks_floor_record(const char *resource,
 										   FenceToken token, bool session);

@@ -33,7 +33,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 
 harness_start_redis || harness_start_redis || exit 1
-redis_start_pg "log_min_messages = log" || exit 1
+redis_start_pg || exit 1
 SERVER_LOG=$(dirname "$PGDATA_DIR")/server.log
 
 lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
@@ -42,7 +42,10 @@ held() { rcli EXISTS "$(lock_key "$1")"; }
 sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tok fence_token)" \
 	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON accounts
 		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'acct:{id}')" \
-	-c "INSERT INTO accounts SELECT i, 1000, 1 FROM generate_series(1, 9) i" >/dev/null
+	-c "INSERT INTO accounts SELECT i, 1000, 1 FROM generate_series(1, 9) i" \
+	-c "CREATE TABLE ledger (id serial PRIMARY KEY, acct int NOT NULL, amount int NOT NULL, tok fence_token)" \
+	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON ledger
+		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'acct:{acct}')" >/dev/null
 
 harness_tmpdir VICTIM_DIR
 # victim NAME RESOURCE STALL [SQL...]: start a stalled holder in the
@@ -51,6 +54,7 @@ harness_tmpdir VICTIM_DIR
 victim() {
 	local name=$1 resource=$2 stall=$3 out=$VICTIM_DIR/$1
 	shift 3
+	: >"$out"
 	/usr/bin/python3 "$FENCING_TOP/test/lib/stalled_holder.py" "$resource" '1 s' "$stall" 7 "$@" \
 		>"$out" 2>&1 &
 	VICTIM_PROC[$name]=$!
@@ -103,27 +107,38 @@ done
 
 # ------------------------------------------ a victim that wrote
 
+# Both write lines of a ledger, the resource one account: they meet on the
+# account's mark only.  (A newer holder that updates the very row the
+# victim updated waits for PostgreSQL's lock on that row first, before the
+# guard runs: out of reach of the takeover, see doc/lock-failures.md.)
 for stall in idle sleep; do
 	r=acct:3
 	[ $stall = sleep ] && r=acct:4
 	id=${r#acct:}
-	victim "b-$stall" "$r" "$stall" "UPDATE accounts SET balance = balance + 1 WHERE id = $id" \
+	victim "b-$stall" "$r" "$stall" "INSERT INTO ledger (acct, amount) VALUES ($id, 1)" \
 		"SELECT 1"
 	expect "($stall, written) the victim took $r and wrote" "$(victim_step "b-$stall" work)" "00000"
 	sleep 1.5
 	newer_acquires "$r"
 	expect "($stall, written) the newer holder gets the lock" "$NEW_OK" "00000|t"
-	sess n "UPDATE accounts SET balance = balance + 10 WHERE id = $id;"
+	sess n "INSERT INTO ledger (acct, amount) VALUES ($id, 10);"
 	expect "($stall, written) the newer holder's write ends the victim's transaction instead of waiting" "$S" "00000"
 	sess n "COMMIT;"
 	expect "($stall, written) the newer holder commits" "$S" "00000"
 	victim_end "b-$stall"
 	if [ $stall = idle ]; then
-		line=$(victim_step "b-$stall" then1)
+		# terminated: psycopg2 over a Unix socket reports the closed
+		# connection, not the FATAL the server sent before closing it
+		# (doc/clients.md); the server's log has that FATAL
+		expect_match "(idle, written) the victim's session was ended" \
+			"$(victim_step "b-$stall" then1)" "^(TF110|closed) "
+		line=$(grep -A1 "\[$VICTIM_PID\] FATAL" "$SERVER_LOG")
+		expect_match "(idle, written) its FATAL is TF110's message" "$line" \
+			"FATAL: +the lock on resource \"$r\" was taken over"
 	else
 		line=$(victim_step "b-$stall" stall)
+		expect_match "(sleep, written) the victim is told with TF110" "$line" "^TF110 "
 	fi
-	expect_match "($stall, written) the victim is told with TF110" "$line" "^TF110 "
 	expect_match "($stall, written) ... naming the resource and both tokens" "$line" \
 		"\"$r\".*($VICTIM_TOKEN.*$NEW_TOKEN|$NEW_TOKEN.*$VICTIM_TOKEN)"
 	if [ $stall = sleep ]; then
@@ -131,7 +146,7 @@ for stall in idle sleep; do
 			"$(victim_step "b-$stall" then1 | cut -d' ' -f1)" "25P02"
 	fi
 	expect "($stall, written) the victim's write is undone, the newer holder's kept" \
-		"$(sql -c "SELECT balance || '|' || (tok::text = '$NEW_TOKEN') FROM accounts WHERE id = $id")" "1010|true"
+		"$(sql -c "SELECT sum(amount) || '|' || bool_and(tok::text = '$NEW_TOKEN') FROM ledger WHERE acct = $id")" "10|true"
 	expect_match "($stall, written) the takeover is logged with pid, resource and tokens" \
 		"$(grep -F "\"$r\"" "$SERVER_LOG")" "$VICTIM_PID.*$VICTIM_TOKEN.*$NEW_TOKEN|$VICTIM_TOKEN.*$NEW_TOKEN.*$VICTIM_PID"
 	sess n "ROLLBACK;"
@@ -144,17 +159,17 @@ done
 # by this server's clock.  Nobody is ended; the newer holder waits.
 sess_open v
 sess v "BEGIN; SELECT fenced_acquire_xact('acct:5', ttl => '30 s') IS NOT NULL;
-	UPDATE accounts SET balance = balance + 1 WHERE id = 5;"
+	INSERT INTO ledger (acct, amount) VALUES (5, 1);"
 expect "a victim with a 30 s lease wrote" "$S|$R" "00000|t"
 rcli DEL "$(lock_key acct:5)" >/dev/null
 newer_acquires acct:5
 expect "the newer holder is granted the lock (Redis lost the victim's key)" "$NEW_OK" "00000|t"
-sess n "UPDATE accounts SET balance = balance + 10 WHERE id = 5;"
+sess n "INSERT INTO ledger (acct, amount) VALUES (5, 10);"
 expect "... its write waits for the victim, whose lease is valid by our clock (57014)" "$S" "57014"
 sess n "ROLLBACK;"
 sess v "COMMIT;"
 expect "... the victim is not ended and commits" "$S" "00000"
-expect_match "... the decision not to end it is logged" "$(grep -F '"acct:5"' "$SERVER_LOG")" "not ended|still valid"
+expect_match "... the decision not to end it is logged" "$(grep -F '"acct:5"' "$SERVER_LOG")" "not ending .*still valid"
 sess_close v
 
 # --------------------------------------------------- strict guards
@@ -198,4 +213,5 @@ expect "... until the transaction ends" "$(held sp:3)" "0"
 sess_close s
 sess_close n
 
+[ "$CHECKS_FAILED" -gt 0 ] && [ -n "${TAKEOVER_LOG:-}" ] && cp "$SERVER_LOG" "$TAKEOVER_LOG"
 checks_finish
