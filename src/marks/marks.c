@@ -393,6 +393,18 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	accepted = marks_claim_resource(resource, hash, held, token,
 									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
 									&mark, &written, &version);
+
+	/*
+	 * A mark at the token that this session's acquisition or fence_advance
+	 * set, which no write has used yet, is this transaction's to write at,
+	 * strict or not: strict rejects an equal token only after a write
+	 * (marks_floor.c).  The claim has locked it either way.
+	 */
+	if (mark == token && !written && marks_floor_consume(resource, token))
+	{
+		accepted = true;
+		written = true;
+	}
 	if (!accepted)
 		marks_report_stale(resource, NULL, NULL, token, mark);
 	checked_remember(resource, hash, token, written, &version);

@@ -80,9 +80,7 @@ typedef struct FloorMine
 	char	   *resource;
 	FenceToken	token;
 	SubTransactionId subid;
-	bool		session;		/* for a session lease */
-	bool		keep;			/* its mark could not be written: the floor
-								 * outlives the transaction */
+	bool		session;		/* kept for the session once committed */
 } FloorMine;
 
 /* fencing.max_floors */
@@ -213,9 +211,10 @@ marks_floor_enabled(void)
 /*
  * marks_floor_record
  *		Record token as the floor of resource, for the current transaction,
- *		which must hold a transaction ID; with session, for a session lease,
- *		whose floor outlives the transaction if its mark cannot be written
- *		before it commits (floor_write_marks).
+ *		which must hold a transaction ID; with session (a session lease,
+ *		fence_advance), for the session once the transaction commits, until
+ *		the lease ends (marks_floor_forget) or a write uses the token
+ *		(marks_floor_consume).
  *
  * FLOOR_ABOVE if a floor at or above token is recorded already (another
  * acquisition in progress holds a token no older); FLOOR_FULL if the
@@ -263,7 +262,6 @@ marks_floor_record(const char *resource, FenceToken token, bool session)
 	m->token = token;
 	m->subid = GetCurrentSubTransactionId();
 	m->session = session;
-	m->keep = false;
 	mine = lappend(mine, m);
 	MemoryContextSwitchTo(old);
 	return FLOOR_RECORDED;
@@ -351,8 +349,8 @@ floor_remove(FloorMine *m)
  *
  * Without waiting: a writer of the mark in progress (an older holder, who
  * may be stalled) must not hold up this commit.  Then the floor of a
- * session lease stays, for the session, until the lease ends
- * (marks_floor_forget) and the holder's first write raises the mark; a
+ * session lease still fences older tokens out, kept for the session (see
+ * marks_floor_record), and the holder's first write raises the mark; a
  * transaction lease ends with the transaction, and its floor with it.
  */
 static void
@@ -370,9 +368,7 @@ floor_write_marks(void)
 
 		if (marks_floor_get(m->resource, &floor) && floor > m->token)
 			continue;
-		if (floor_raise(m->resource, m->token,
-						GetCurrentTimestamp()) == MARKS_ACQUIRE_BUSY)
-			m->keep = m->session;
+		(void) floor_raise(m->resource, m->token, GetCurrentTimestamp());
 	}
 	PopActiveSnapshot();
 }
@@ -388,7 +384,7 @@ floor_exit(int code, Datum arg)
 	kept = NIL;
 }
 
-/* Keep m, committed, for the session: its mark is not written yet. */
+/* Keep m, committed, for the session (marks_floor_record). */
 static void
 floor_keep(FloorMine *m)
 {
@@ -428,6 +424,37 @@ marks_floor_forget(const char *resource)
 	}
 }
 
+/*
+ * marks_floor_consume
+ *		A write of token to resource finds the mark at token, set by another
+ *		transaction: true if this session's acquisition or fence_advance set
+ *		it, and no write has used it since; this one does.  So a strict
+ *		guard, which rejects an equal token only after a write, accepts the
+ *		holder's first write in the transaction after its acquisition.
+ *		What set a mark is known to the session that set it, in shared
+ *		memory: after a restart the first write at the token is rejected
+ *		by a strict guard, as in 1.2.
+ */
+bool
+marks_floor_consume(const char *resource, FenceToken token)
+{
+	ListCell   *lc;
+
+	foreach(lc, kept)
+	{
+		FloorMine  *k = lfirst(lc);
+
+		if (k->token != token || strcmp(k->resource, resource) != 0)
+			continue;
+		floor_remove(k);
+		pfree(k->resource);
+		pfree(k);
+		kept = foreach_delete_current(kept, lc);
+		return true;
+	}
+	return false;
+}
+
 static void
 floor_xact_callback(XactEvent event, void *arg)
 {
@@ -446,7 +473,7 @@ floor_xact_callback(XactEvent event, void *arg)
 			{
 				FloorMine  *m = lfirst(lc);
 
-				if (event == XACT_EVENT_COMMIT && m->keep)
+				if (event == XACT_EVENT_COMMIT && m->session)
 					floor_keep(m);
 				else
 					floor_remove(m);

@@ -16,7 +16,7 @@ Designs:
 
 Usage: stalled.py PGPORT REDIS_PORT SECONDS DESIGN STALLS(0|1)
 prints one line: design stalls jobs/s worker-p99-ms stale-accepted
-reconnects, where stale-accepted counts victim writes accepted although a
+reconnects worker-errors (SQLSTATE:count, or -), where stale-accepted counts victim writes accepted although a
 newer holder held the account's lock in Redis when the victim wrote
 (fenced: the victim's COMMIT succeeded; hand: its UPDATE matched a row),
 and reconnects the connections found closed (ended victims).
@@ -115,6 +115,7 @@ def run(args):
     conn = connect(pgport)
     cur = conn.cursor()
     jobs = 0
+    errors = {}
     stale = 0
     reconnects = 0
     lat = []
@@ -132,7 +133,9 @@ def run(args):
             elif ok:
                 jobs += 1
                 lat.append((time.time() - t0) * 1000)
-        except psycopg2.Error:
+        except psycopg2.Error as e:
+            if not stall:
+                errors[e.pgcode] = errors.get(e.pgcode, 0) + 1
             if conn.closed:
                 reconnects += 1
                 conn = connect(pgport)
@@ -142,7 +145,7 @@ def run(args):
                     cur.execute("ROLLBACK")
                 except psycopg2.Error:
                     pass
-    queue.put((role, jobs, stale, reconnects, lat))
+    queue.put((role, jobs, stale, reconnects, lat, errors))
 
 
 def main():
@@ -163,8 +166,13 @@ def main():
     reconnects = sum(x[3] for x in results)
     lat = sorted(v for x in results if x[0] == "worker" for v in x[4])
     p99 = lat[int(len(lat) * 0.99)] if lat else 0
-    print("%s %s %.1f %.0f %d %d" % (design, stalls, jobs / seconds, p99,
-                                     stale, reconnects))
+    errors = {}
+    for x in results:
+        for code, count in x[5].items():
+            errors[code] = errors.get(code, 0) + count
+    print("%s %s %.1f %.0f %d %d %s" % (design, stalls, jobs / seconds, p99,
+                                        stale, reconnects,
+                                        ",".join("%s:%d" % kv for kv in sorted(errors.items(), key=str)) or "-"))
 
 
 if __name__ == "__main__":
