@@ -16,7 +16,9 @@
  * time makes the newer SET NX fail, a later one fails the owner check),
  * the writer's transaction is ended; the wait polls for its end meanwhile.
  * Otherwise the write waits as any write does.  A holder whose lease is
- * valid by our clock is never ended (that is logged, once per wait).
+ * valid by our clock is never ended (that is logged, once per wait); the
+ * wait polls only if that lease ends within TAKEOVER_SOON_MS, and queues
+ * otherwise, where PostgreSQL detects deadlocks.
  *
  * Ending a transaction.  Each backend has a slot here.  The first newer
  * holder to decide writes into the stalled holder's slot the transaction
@@ -66,6 +68,8 @@
 #define TAKEOVER_MARGIN_MS		100
 /* Polling interval while a stalled holder's transaction ends. */
 #define TAKEOVER_POLL_MS		20
+/* A valid lease that ends within this is polled for, not queued behind. */
+#define TAKEOVER_SOON_MS		1000
 /* Polls after the cancel before the backend is terminated. */
 #define TAKEOVER_CANCEL_POLLS	5
 
@@ -292,7 +296,12 @@ takeover_wait_policy(const char *resource, FenceToken newer,
 					 errdetail("The lease ends in %ld ms by this server's clock; Redis granted the lock before that.",
 							   left)));
 		}
-		return (int) Min(left, 1000);
+		/*
+		 * About to end: poll until it has.  Else wait in the lock queue,
+		 * where deadlocks are detected, as for any writer: Redis granted
+		 * this lock early by our clock (a key deleted, a clock stepped).
+		 */
+		return left <= TAKEOVER_SOON_MS ? (int) left : 0;
 	}
 	return takeover_end(proc, pid, top, resource, token, newer);
 }
