@@ -14,10 +14,13 @@
 # - a victim that has not written: the newer holder's acquisition does not
 #   wait for it, and the victim's write when it wakes is rejected (TF001);
 # - a victim that wrote, then stalls idle in its transaction or inside a
-#   statement: the newer holder's write ends the victim's transaction
+#   statement: the newer holder's write (another line of the victim's
+#   account: they meet on the mark only) ends the victim's transaction
 #   (takeover), the victim is told with TF110 naming the resource and both
-#   tokens, its write is undone, the newer holder's commits; a victim
-#   inside a statement keeps its session; the takeover is logged;
+#   tokens (the statement's error; the FATAL of an idle one, which
+#   psycopg2 reports as a closed connection), its write is undone, the
+#   newer holder's commits; a victim inside a statement keeps its session;
+#   the takeover is logged;
 # - a victim whose lease is still valid by this server's clock (its Redis
 #   key deleted by hand) is never ended: the newer holder waits, and that
 #   is logged;
@@ -26,7 +29,8 @@
 #   after fence_advance; it still rejects a second writer of an equal token;
 # - an acquisition rolled back to a savepoint gives its Redis lock back.
 #
-# On 3ef157e (1.2) the newer holder waited for the victim, or gave up.
+# On 3ef157e (1.2) 33 of these 48 checks failed: the newer holder waited
+# for the victim, or gave up, and the victim's late write was accepted.
 #
 # Usage: bash test/scripts/redis_takeover.sh   (ok/not ok lines; exit 0 = pass)
 set -uo pipefail
@@ -213,5 +217,8 @@ expect "... until the transaction ends" "$(held sp:3)" "0"
 sess_close s
 sess_close n
 
-[ "$CHECKS_FAILED" -gt 0 ] && [ -n "${TAKEOVER_LOG:-}" ] && cp "$SERVER_LOG" "$TAKEOVER_LOG"
+# after a failure, what the server said about stalled holders
+if [ "$CHECKS_FAILED" -gt 0 ]; then
+	grep -E -A2 'the transaction of process|taken over' "$SERVER_LOG" | sed 's/^/#   /'
+fi
 checks_finish
