@@ -69,6 +69,8 @@ extern MarksFloorResult marks_floor_record(const char *resource,
 										   FenceToken token, bool session);
 extern void marks_floor_forget(const char *resource);
 extern bool marks_floor_consume(const char *resource, FenceToken token);
+extern void marks_floor_note_advance(const char *resource, FenceToken token);
+extern void marks_floor_discard(void);
 extern bool marks_floor_get(const char *resource, FenceToken *token);
 extern bool marks_floor_stale(const char *resource, FenceToken token,
 							  FenceToken *floor);

@@ -53,6 +53,9 @@
 
 #define FLOOR_PARTITIONS	16
 
+/* Notes of fence_advance kept for a session at most (floor_keep). */
+#define FLOOR_NOTES_MAX		1024
+
 typedef struct FloorKey
 {
 	Oid			dbid;
@@ -81,6 +84,7 @@ typedef struct FloorMine
 	FenceToken	token;
 	SubTransactionId subid;
 	bool		session;		/* kept for the session once committed */
+	bool		shared;			/* in the shared table: a floor */
 } FloorMine;
 
 /* fencing.max_floors */
@@ -262,9 +266,32 @@ marks_floor_record(const char *resource, FenceToken token, bool session)
 	m->token = token;
 	m->subid = GetCurrentSubTransactionId();
 	m->session = session;
+	m->shared = true;
 	mine = lappend(mine, m);
 	MemoryContextSwitchTo(old);
 	return FLOOR_RECORDED;
+}
+
+/*
+ * marks_floor_note_advance
+ *		fence_advance set the mark of resource to token: once the
+ *		transaction commits, the session's first write at token uses it, as
+ *		after an acquisition (marks_floor_consume).  No floor: the mark is
+ *		written already, and fences older tokens out until it is forgotten.
+ */
+void
+marks_floor_note_advance(const char *resource, FenceToken token)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	FloorMine  *m = palloc(sizeof(FloorMine));
+
+	m->resource = pstrdup(resource);
+	m->token = token;
+	m->subid = GetCurrentSubTransactionId();
+	m->session = true;
+	m->shared = false;
+	mine = lappend(mine, m);
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -327,6 +354,8 @@ floor_remove(FloorMine *m)
 	uint32		hash;
 	FloorEntry *entry;
 
+	if (!m->shared || floor_table == NULL)
+		return;
 	floor_key(&key, m->resource);
 	hash = get_hash_value(floor_table, &key);
 	LWLockAcquire(floor_lock(hash), LW_EXCLUSIVE);
@@ -366,7 +395,8 @@ floor_write_marks(void)
 		FloorMine  *m = lfirst(lc);
 		FenceToken	floor;
 
-		if (marks_floor_get(m->resource, &floor) && floor > m->token)
+		if (!m->shared ||
+			(marks_floor_get(m->resource, &floor) && floor > m->token))
 			continue;
 		(void) floor_raise(m->resource, m->token, GetCurrentTimestamp());
 	}
@@ -384,12 +414,33 @@ floor_exit(int code, Datum arg)
 	kept = NIL;
 }
 
-/* Keep m, committed, for the session (marks_floor_record). */
+/*
+ * Keep m, committed, for the session (marks_floor_record).  Notes of
+ * fence_advance that no write uses are kept up to FLOOR_NOTES_MAX, the
+ * oldest going first.
+ */
 static void
 floor_keep(FloorMine *m)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 	FloorMine  *k = palloc(sizeof(FloorMine));
+
+	if (!m->shared && list_length(kept) >= FLOOR_NOTES_MAX)
+	{
+		ListCell   *lc;
+
+		foreach(lc, kept)
+		{
+			FloorMine  *n = lfirst(lc);
+
+			if (n->shared)
+				continue;
+			pfree(n->resource);
+			pfree(n);
+			kept = foreach_delete_current(kept, lc);
+			break;
+		}
+	}
 
 	*k = *m;
 	k->resource = pstrdup(m->resource);
@@ -418,6 +469,29 @@ marks_floor_forget(const char *resource)
 		if (strcmp(k->resource, resource) != 0)
 			continue;
 		floor_remove(k);
+		pfree(k->resource);
+		pfree(k);
+		kept = foreach_delete_current(kept, lc);
+	}
+}
+
+/*
+ * marks_floor_discard
+ *		DISCARD ALL: the notes of fence_advance go, so that the next client
+ *		of a pooled session does not use them.  (The floors of session
+ *		leases go with the leases, given back first.)
+ */
+void
+marks_floor_discard(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, kept)
+	{
+		FloorMine  *k = lfirst(lc);
+
+		if (k->shared)
+			continue;
 		pfree(k->resource);
 		pfree(k);
 		kept = foreach_delete_current(kept, lc);

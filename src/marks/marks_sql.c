@@ -193,8 +193,8 @@ fence_advance(PG_FUNCTION_ARGS)
 	 * holder's first write at the token, in a later transaction, passes a
 	 * strict guard (marks_floor.c).
 	 */
-	if (mark == token)
-		(void) marks_floor_record(resource, token, true);
+	if (mark == token && marks_floor_enabled())
+		marks_floor_note_advance(resource, token);
 	PG_RETURN_FENCE_TOKEN(mark);
 }
 
