@@ -128,9 +128,9 @@ marks_init(void)
  * the shared table (hint_shared, marks_cache.c) may point anywhere.
  */
 static bool
-marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
-			bool hint_shared, FenceToken *mark, bool *written,
-			ItemPointer version)
+marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
+			ItemPointer hint, bool hint_shared, FenceToken *mark,
+			bool *written, ItemPointer version)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -171,6 +171,13 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 		marks_insert_unlock(&insert_lock);
 
 		*mark = marks_token_of(m, tuple);
+		if (*mark < token && max_step > 0 && token - *mark > max_step)
+		{
+			/* Too far above the mark: refused by the caller (TF011). */
+			*written = false;
+			ItemPointerSetInvalid(version);
+			return false;
+		}
 		if (*mark < token)
 		{
 			result = marks_raise(m, tuple, token,
@@ -275,8 +282,8 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
  */
 static bool
 marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
-					 FenceToken token, ClaimMode mode, FenceToken *mark,
-					 bool *written, ItemPointer version)
+					 FenceToken token, ClaimMode mode, FenceToken max_step,
+					 FenceToken *mark, bool *written, ItemPointer version)
 {
 	MarksRel	m;
 	ItemPointerData hint;
@@ -287,8 +294,8 @@ marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 	else if (!marks_hint_get(hash, &hint))
 		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
-	accepted = marks_claim(&m, token, mode, &hint, held == NULL, mark,
-						   written, version);
+	accepted = marks_claim(&m, token, mode, max_step, &hint, held == NULL,
+						   mark, written, version);
 	marks_close(&m);
 	marks_hint_put(hash, version);
 	return accepted;
@@ -311,6 +318,7 @@ marks_report_stale(const char *resource, const char *table,
 	char		current[FENCE_TOKEN_TEXT_LEN];
 
 	stats_count(STATS_REJECTED_STALE);
+	stats_rejected_resource(resource, true);
 	fence_token_to_cstring(token, offered);
 	fence_token_to_cstring(mark, current);
 	if (resource == NULL)
@@ -337,16 +345,41 @@ marks_report_stale(const char *resource, const char *table,
 }
 
 /*
+ * Reject a write of token to resource, more than max_step above its mark.
+ */
+static void
+marks_report_step(const char *resource, FenceToken token, FenceToken mark,
+				  FenceToken max_step)
+{
+	char		offered[FENCE_TOKEN_TEXT_LEN];
+	char		current[FENCE_TOKEN_TEXT_LEN];
+	char		step[FENCE_TOKEN_TEXT_LEN];
+
+	fence_token_to_cstring(token, offered);
+	fence_token_to_cstring(mark, current);
+	fence_token_to_cstring(max_step, step);
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_TOKEN_STEP),
+			 errmsg("fence token %s for resource \"%s\" is too far above its mark %s",
+					offered, resource, current),
+			 errdetail("A token that only the statement supplies may raise a mark by at most fencing.max_token_step (%s).",
+					   step),
+			 errhint("A lock holder's token is declared with fence_use() or fenced_acquire(), and a mark moved by hand with fence_advance(); neither is bounded.")));
+}
+
+/*
  * marks_check
  *		Accept a write of token to resource, or reject it with
  *		ERRCODE_FENCING_STALE_TOKEN.
  *
  * On return the mark is at token and locked by this transaction.  With
  * strict, a token equal to a mark left by another transaction is stale
- * too.
+ * too.  With max_step (not 0), a token more than that above the mark is
+ * rejected with ERRCODE_FENCING_TOKEN_STEP.
  */
 void
-marks_check(const char *resource, FenceToken token, bool strict)
+marks_check(const char *resource, FenceToken token, bool strict,
+			FenceToken max_step)
 {
 	uint32		hash = checked_hash(resource);
 	CheckedLevel *held = checked_held(resource, hash);
@@ -374,6 +407,10 @@ marks_check(const char *resource, FenceToken token, bool strict)
 		if (held->token == token && (held->written || !strict))
 			return;
 
+		if (token > held->token && max_step > 0 &&
+			token - held->token > max_step)
+			marks_report_step(resource, token, held->token, max_step);
+
 		/* A raise of a version this subtransaction created needs no lookup. */
 		if (token > held->token && ItemPointerIsValid(&held->version) &&
 			held->subid == GetCurrentSubTransactionId() &&
@@ -392,7 +429,7 @@ marks_check(const char *resource, FenceToken token, bool strict)
 
 	accepted = marks_claim_resource(resource, hash, held, token,
 									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-									&mark, &written, &version);
+									max_step, &mark, &written, &version);
 
 	/*
 	 * A mark at the token that this session's acquisition or fence_advance
@@ -405,6 +442,8 @@ marks_check(const char *resource, FenceToken token, bool strict)
 		accepted = true;
 		written = true;
 	}
+	if (!accepted && max_step > 0 && token > mark && token - mark > max_step)
+		marks_report_step(resource, token, mark, max_step);
 	if (!accepted)
 		marks_report_stale(resource, NULL, NULL, token, mark);
 	checked_remember(resource, hash, token, written, &version);
@@ -503,7 +542,7 @@ marks_advance(const char *resource, FenceToken token)
 	ItemPointerData version;
 
 	(void) marks_claim_resource(resource, hash, checked_held(resource, hash),
-								token, CLAIM_ADVANCE, &mark, &written,
+								token, CLAIM_ADVANCE, 0, &mark, &written,
 								&version);
 
 	/* This transaction now holds the mark, raised to token or above it. */
