@@ -79,6 +79,10 @@
 /* renew => true with the shared table of lock holders full
  * (fencing.max_leases): raise it, or acquire without renew. */
 #define ERRCODE_FENCING_LEASE_TABLE_FULL MAKE_SQLSTATE('T','F','1','0','9')
+/* This transaction held a lock whose lease ended while it stalled, and a
+ * newer holder of the resource, waiting for it, ended it: its work is
+ * rolled back; acquire the lock again, and read again. */
+#define ERRCODE_FENCING_TAKEN_OVER		MAKE_SQLSTATE('T','F','1','1','0')
 /* A token would be counted on from a repaired counter (ahead of the Redis
  * clock) while fencing.acquire_raises_mark is off: only Redis would record
  * it, and a loss would issue it again; nothing was taken. */

@@ -21,6 +21,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "lock/lock_int.h"
 #include "lock/lock_scripts.h"
 #include "redis/redis.h"
@@ -33,6 +34,19 @@ RedisScript release_script = {"fencing release script", FENCED_RELEASE_LUA, ""};
 static MemoryContext release_cxt = NULL;
 
 static bool exit_registered = false;
+
+/*
+ * An acquisition made inside a subtransaction, given back if that
+ * subtransaction is rolled back (in TopTransactionContext).
+ */
+typedef struct SubAcquired
+{
+	char	   *resource;
+	char		owner[FENCED_OWNER_LEN];
+	SubTransactionId subid;
+} SubAcquired;
+
+static List *sub_acquired = NIL;
 static void fenced_lock_at_exit(int code, Datum arg);
 
 /*
@@ -267,6 +281,7 @@ lease_release_at_xact_end(bool commit)
 	ReleaseBatch batch;
 	ListCell   *lc;
 
+	sub_acquired = NIL;			/* TopTransactionContext goes with it */
 	if (xact_resources == NIL && xact_unknown == NULL &&
 		(commit || xact_session_acquired == NIL))
 	{
@@ -303,6 +318,82 @@ lease_release_at_xact_end(bool commit)
 	release_batch_add_xact_unknown(&batch);
 	xact_forget();
 	release_batch_send(&batch);
+}
+
+/*
+ * lease_release_note_sub
+ *		Note an acquisition under owner made inside a subtransaction: its
+ *		lease ends, and its lock is given back, if the subtransaction is
+ *		rolled back, as pg_advisory_xact_lock's lock is released with its
+ *		savepoint.  The floor or the raise of the mark that fenced older
+ *		holders out is undone by that rollback: a lock kept would let them
+ *		in while its holder believes itself the only one.
+ */
+void
+lease_release_note_sub(const char *resource, const char *owner)
+{
+	MemoryContext old;
+	SubAcquired *x;
+
+	if (GetCurrentTransactionNestLevel() <= 1)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	x = palloc(sizeof(SubAcquired));
+	x->resource = pstrdup(resource);
+	strlcpy(x->owner, owner, FENCED_OWNER_LEN);
+	x->subid = GetCurrentSubTransactionId();
+	sub_acquired = lappend(sub_acquired, x);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * A committed subtransaction's acquisitions become its parent's; a
+ * rolled-back one's leases end and their locks are given back, sent
+ * together, where nothing may throw (as at the transaction's end).
+ */
+static void
+lease_release_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							   SubTransactionId parentSubid, void *arg)
+{
+	ReleaseBatch batch;
+	ListCell   *lc;
+	bool		any = false;
+
+	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, sub_acquired)
+	{
+		SubAcquired *x = lfirst(lc);
+		Lease	   *lease;
+
+		if (x->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			x->subid = parentSubid;
+			continue;
+		}
+		sub_acquired = foreach_delete_current(sub_acquired, lc);
+		lease = lease_lookup(x->resource);
+		if (lease == NULL || !lease->held || strcmp(lease->owner, x->owner) != 0)
+			continue;			/* released or taken again meanwhile */
+		if (!any)
+			release_batch_init(&batch);
+		any = true;
+		release_batch_add_lease(&batch, lease);
+		lease_end(lease);
+		lease_unknown_clear(lease);
+		lease_forget_if_empty(lease);
+	}
+	if (any)
+		release_batch_send(&batch);
+}
+
+/* Called from _PG_init. */
+void
+lease_release_init(void)
+{
+	RegisterSubXactCallback(lease_release_subxact_callback, NULL);
 }
 
 /*

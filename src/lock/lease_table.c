@@ -34,6 +34,7 @@
 
 #include "guard/guard.h"
 #include "lock/lock_int.h"
+#include "marks/marks.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -330,6 +331,7 @@ lease_end(Lease *lease)
 		declared == lease->token)
 		declared_clear(lease->key.resource, lease->xact);
 	lease_shmem_unpublish(&lease->listing);
+	marks_floor_forget(lease->key.resource);
 	lease->held = false;
 	lease->lapsed = false;
 	lease->xact = false;
@@ -372,6 +374,7 @@ leases_prune(TimestampTz now)
 			TimestampTzPlusMilliseconds(lease->expires, FENCED_PRUNE_GRACE) < now)
 		{
 			lease_shmem_unpublish(&lease->listing);
+			marks_floor_forget(lease->key.resource);
 			lease->held = false;
 			lease->lapsed = true;
 		}
@@ -399,7 +402,10 @@ leases_unlist_all(void)
 	{
 		resource_map_iterate(leases, &iter);
 		while ((lease = resource_map_next(&iter)) != NULL)
+		{
 			lease_shmem_unpublish(&lease->listing);
+			marks_floor_forget(lease->key.resource);
+		}
 	}
 	lease_shmem_free_reserved();
 }

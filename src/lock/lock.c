@@ -96,6 +96,8 @@ fenced_lock_init(void)
 		"Give fencing.redis_lock_key and fencing.redis_token_key the same {hash tag} around <resource>, as the default layout \"fencing:v1:{r:<resource>}:...\" does.";
 	lease_shmem_init();
 	lease_renewer_register();
+	lease_release_init();
+	lease_takeover_init();
 }
 
 /*

@@ -203,27 +203,46 @@ fenced_backoff(int step, long long pttl, long remaining)
 	CHECK_FOR_INTERRUPTS();
 }
 /*
- * fenced_raise_mark
- *		Raise the mark of resource to the token just issued under owner, in
- *		the calling transaction, so that every older token is stale from the
- *		acquisition on (doc/lock-failures.md, "Reads and the acquisition").
+ * fenced_record_token
+ *		Make every token older than the one just issued under owner stale
+ *		for resource from the acquisition on (doc/lock-failures.md, "Reads
+ *		and the acquisition"): record it as the resource's floor for the
+ *		calling transaction (marks_floor.c), which locks nothing, so that a
+ *		holder stalled in its transaction does not keep this one waiting;
+ *		where no floor can be recorded (no preloading, a full table), raise
+ *		the mark in the calling transaction.
  *
- * If the mark is held by an older writer's open transaction for longer
- * than the acquisition may wait, or is already at or above the token (a
- * token recorded since the script read the mark), the lock is given back
- * and the result says which.  A raise that fails leaves the owner with
- * the transaction, which gives the lock back when it aborts.
+ * If the mark, or a floor, is already at or above the token (a token
+ * recorded since the script read the mark), or a raise finds the mark
+ * held by an older writer's open transaction for longer than the
+ * acquisition may wait, the lock is given back and the result says
+ * which.  A failure leaves the owner with the transaction, which gives
+ * the lock back when it aborts.
  */
 static MarksAcquireResult
-fenced_raise_mark(const char *resource, const char *lock_key,
-				  const char *owner, int ttl_ms, bool xact, FenceToken token,
-				  TimestampTz deadline)
+fenced_record_token(const char *resource, const char *lock_key,
+					const char *owner, int ttl_ms, bool xact, FenceToken token,
+					TimestampTz deadline)
 {
 	MarksAcquireResult result;
 
 	PG_TRY();
 	{
-		result = marks_raise_for_holder(resource, token, deadline);
+		FenceToken	mark;
+
+		switch (marks_floor_record(resource, token, !xact))
+		{
+			case FLOOR_RECORDED:
+				result = marks_read_newest(resource, &mark) && mark >= token ?
+					MARKS_ACQUIRE_ABOVE : MARKS_ACQUIRE_RAISED;
+				break;
+			case FLOOR_ABOVE:
+				result = MARKS_ACQUIRE_ABOVE;
+				break;
+			default:
+				result = marks_raise_for_holder(resource, token, deadline);
+				break;
+		}
 	}
 	PG_CATCH();
 	{
@@ -415,7 +434,7 @@ acquire_rounds(Acquisition *a)
 								 a->ttl_ms, a->xact);
 		if (!fencing_acquire_raises_mark)
 			return true;
-		raised = fenced_raise_mark(a->resource, a->lock_key, a->owner,
+		raised = fenced_record_token(a->resource, a->lock_key, a->owner,
 								   a->ttl_ms, a->xact, a->token, a->deadline);
 		if (raised == MARKS_ACQUIRE_RAISED)
 			return true;
@@ -463,6 +482,7 @@ acquire_record(Acquisition *a)
 		xact_note_resource(a->resource);
 	if (!a->xact && fencing_acquire_raises_mark)
 		xact_note_session_acquired(a->resource, a->owner);
+	lease_release_note_sub(a->resource, a->owner);
 	lease->held = true;
 	lease->xact = a->xact;
 	lease->lapsed = false;

@@ -171,6 +171,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 				   Lease *lease, FenceToken *token, long long *pttl)
 {
 	FenceToken	mark;
+	FenceToken	floor_token;
 	bool		has_mark;
 	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
 	char		ttl[12];
@@ -183,6 +184,13 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	RedisValue **e;
 
 	has_mark = marks_read_newest(resource, &mark);
+	if (marks_floor_get(resource, &floor_token) &&
+		(!has_mark || floor_token > mark))
+	{
+		/* an acquisition in progress holds a newer token than the mark */
+		mark = floor_token;
+		has_mark = true;
+	}
 	if (has_mark)
 		fence_token_to_cstring(mark, floor);
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);

@@ -255,6 +255,9 @@ extern Datum fenced_release(PG_FUNCTION_ARGS);
 
 extern void lease_release_register_exit(void);
 extern void lease_release_at_xact_end(bool commit);
+extern void lease_release_note_sub(const char *resource, const char *owner);
+extern void lease_release_init(void);
+extern void lease_takeover_init(void);
 extern void lease_release_pre_prepare(void);
 extern void lease_release_discard_all(void);
 

@@ -103,6 +103,7 @@ void
 marks_init(void)
 {
 	marks_cache_init();
+	marks_floor_init(marks_raise_for_holder);
 	marks_hint_init();
 }
 
@@ -387,6 +388,15 @@ marks_check(const char *resource, FenceToken token, bool strict,
 	bool		accepted;
 	ItemPointerData version;
 
+	/*
+	 * Below the token of an acquisition in progress: stale at once, whether
+	 * or not that transaction commits, since the newer token's lease
+	 * exists (marks_floor.c).  Checked before what this transaction holds,
+	 * which an acquisition elsewhere does not lock out.
+	 */
+	if (marks_floor_stale(resource, token, &mark))
+		marks_report_stale(resource, NULL, NULL, token, mark);
+
 	if (held != NULL)
 	{
 		/*
@@ -420,6 +430,18 @@ marks_check(const char *resource, FenceToken token, bool strict,
 	accepted = marks_claim_resource(resource, hash, held, token,
 									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
 									max_step, &mark, &written, &version);
+
+	/*
+	 * A mark at the token that this session's acquisition or fence_advance
+	 * set, which no write has used yet, is this transaction's to write at,
+	 * strict or not: strict rejects an equal token only after a write
+	 * (marks_floor.c).  The claim has locked it either way.
+	 */
+	if (mark == token && !written && marks_floor_consume(resource, token))
+	{
+		accepted = true;
+		written = true;
+	}
 	if (!accepted && max_step > 0 && token > mark && token - mark > max_step)
 		marks_report_step(resource, token, mark, max_step);
 	if (!accepted)

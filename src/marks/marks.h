@@ -26,6 +26,15 @@ typedef enum MarksAcquireResult
 	MARKS_ACQUIRE_BUSY			/* a writer in progress outlasted the wait */
 } MarksAcquireResult;
 
+/* What recording an acquisition's floor did (marks_floor.c). */
+typedef enum MarksFloorResult
+{
+	FLOOR_RECORDED,				/* the floor is the token, until the
+								 * transaction ends */
+	FLOOR_ABOVE,				/* a floor at or above it is recorded */
+	FLOOR_FULL					/* no room, or no table: raise the mark */
+} MarksFloorResult;
+
 extern void marks_init(void);
 extern void marks_at_xact_end(void);
 extern void marks_check(const char *resource, FenceToken token, bool strict,
@@ -41,6 +50,31 @@ extern bool marks_read(const char *resource, FenceToken *mark);
 extern bool marks_read_newest(const char *resource, FenceToken *mark);
 extern FenceToken marks_advance(const char *resource, FenceToken token);
 extern bool marks_forget(const char *resource);
+
+typedef MarksAcquireResult (*MarksFloorRaise) (const char *resource,
+											   FenceToken token,
+											   TimestampTz deadline);
+extern void marks_floor_init(MarksFloorRaise raise);
+
+/*
+ * Called when a write of token to resource must wait for transaction xid,
+ * which holds the mark; > 0: xid is being ended, poll for it every so many
+ * ms (asking again); 0: wait for it as for any writer.  Set by the lock
+ * layer (lease_takeover.c), which the marks layer cannot call.
+ */
+typedef int (*MarksStalledHook) (const char *resource, FenceToken token,
+								 TransactionId xid);
+extern PGDLLIMPORT MarksStalledHook marks_stalled_hook;
+extern bool marks_floor_enabled(void);
+extern MarksFloorResult marks_floor_record(const char *resource,
+										   FenceToken token, bool session);
+extern void marks_floor_forget(const char *resource);
+extern bool marks_floor_consume(const char *resource, FenceToken token);
+extern void marks_floor_note_advance(const char *resource, FenceToken token);
+extern void marks_floor_discard(void);
+extern bool marks_floor_get(const char *resource, FenceToken *token);
+extern bool marks_floor_stale(const char *resource, FenceToken token,
+							  FenceToken *floor);
 
 /* Fewer decimal digits than the mark's by at least this many: another source. */
 #define STALE_HINT_MIN_DIGITS	6

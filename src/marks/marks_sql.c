@@ -175,6 +175,8 @@ Datum
 fence_advance(PG_FUNCTION_ARGS)
 {
 	char	   *resource;
+	FenceToken	token;
+	FenceToken	mark;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -183,7 +185,17 @@ fence_advance(PG_FUNCTION_ARGS)
 	marks_prevent_readonly("fence_advance()");
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	resource_name_check(resource, strlen(resource));
-	PG_RETURN_FENCE_TOKEN(marks_advance(resource, PG_GETARG_FENCE_TOKEN(1)));
+	token = PG_GETARG_FENCE_TOKEN(1);
+	mark = marks_advance(resource, token);
+
+	/*
+	 * Remember, for this session, that fence_advance set the mark: the
+	 * holder's first write at the token, in a later transaction, passes a
+	 * strict guard (marks_floor.c).
+	 */
+	if (mark == token && marks_floor_enabled())
+		marks_floor_note_advance(resource, token);
+	PG_RETURN_FENCE_TOKEN(mark);
 }
 
 /*

@@ -45,6 +45,7 @@
 #include "core/pg_compat.h"
 #include "executor/tuptable.h"
 #include "fencing_errcodes.h"
+#include "marks/marks.h"
 #include "marks/marks_int.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -169,6 +170,35 @@ marks_wait_until(TransactionId xid, TimestampTz deadline)
 	return true;
 }
 
+/* Set by the lock layer: see marks_wait_stalled. */
+MarksStalledHook marks_stalled_hook = NULL;
+
+/*
+ * marks_wait_stalled
+ *		A write of wait->token waits for transaction xid, which holds the
+ *		mark: if marks_stalled_hook says that transaction is being ended
+ *		(a lock holder stalled past its lease, lease_takeover.c), poll for
+ *		its end, asking again at each poll; true once it has ended, false
+ *		as soon as the hook says to wait for it as for any writer.
+ */
+static bool
+marks_wait_stalled(MarksRel *m, const MarksWait *wait, TransactionId xid)
+{
+	int			poll_ms;
+
+	while (marks_stalled_hook != NULL &&
+		   (poll_ms = marks_stalled_hook(m->resource, wait->token, xid)) > 0)
+	{
+		if (FencingConditionalXactLockTableWait(xid))
+			return true;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 poll_ms, fencing_wait_event(FENCING_WAIT_LOCK_BUSY));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return false;
+}
+
 /* Whether the version in slot carries a token above wait's. */
 static bool
 marks_slot_newer(TupleTableSlot *slot, const MarksWait *wait)
@@ -257,7 +287,10 @@ marks_look(MarksRel *m, const MarksWait *wait, HeapTuple *tuple)
 		if (!TransactionIdIsValid(wait_for))
 			return found ? MARKS_FOUND : MARKS_NONE;
 		if (wait == NULL || wait->deadline == 0)
-			XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
+		{
+			if (wait == NULL || !marks_wait_stalled(m, wait, wait_for))
+				XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
+		}
 		else if (!marks_wait_until(wait_for, wait->deadline))
 			return MARKS_TIMED_OUT;
 	}

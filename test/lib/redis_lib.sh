@@ -12,6 +12,8 @@
 #   sess a "SELECT 1;"            run SQL in it; sets R (output: rows and
 #                                 messages) and S (SQLSTATE, 00000 on success)
 #                                 and T (elapsed ms)
+#   sess_send a "SELECT ...;"     send it without waiting; sess_wait a
+#                                 then waits and sets R, S and T
 
 # shellcheck source-path=SCRIPTDIR source=harness.sh
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
@@ -111,16 +113,28 @@ sess_open() {
 
 # sess NAME SQL: see the header.  Gives up after 60 s.
 sess() {
-	local name=$1 sql=$2 out=$SESS_DIR/$1.out mark start size t0 i
-	mark="__sess_done_${RANDOM}${RANDOM}__"
-	start=$(stat -c %s "$out")
-	t0=$(now_ms)
-	printf '%s\n\\echo %s :SQLSTATE\n' "$sql" "$mark" >&"${SESS_FD[$name]}"
+	sess_send "$1" "$2"
+	sess_wait "$1"
+}
+
+# sess_send NAME SQL: send SQL to session NAME without waiting for it;
+# sess_wait NAME then waits for it and sets R, S and T as sess does.
+declare -A SESS_MARK SESS_START SESS_T0
+sess_send() {
+	local name=$1
+	SESS_MARK[$name]="__sess_done_${RANDOM}${RANDOM}__"
+	SESS_START[$name]=$(stat -c %s "$SESS_DIR/$name.out")
+	SESS_T0[$name]=$(now_ms)
+	printf '%s\n\\echo %s :SQLSTATE\n' "$2" "${SESS_MARK[$name]}" >&"${SESS_FD[$name]}"
+}
+
+sess_wait() {
+	local name=$1 out=$SESS_DIR/$1.out mark=${SESS_MARK[$1]} start=${SESS_START[$1]} i
 	for ((i = 0; i < 6000; i++)); do
 		grep -q "^$mark" "$out" && break
 		sleep 0.01
 	done
-	T=$(($(now_ms) - t0))
+	T=$(($(now_ms) - SESS_T0[$name]))
 	R=$(tail -c +$((start + 1)) "$out" | sed "/^$mark/,\$d")
 	S=$(tail -c +$((start + 1)) "$out" | sed -n "s/^$mark //p")
 	[ -n "$S" ] || S=timeout

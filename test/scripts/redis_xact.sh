@@ -5,8 +5,9 @@
 # (commit, rollback, error; outside a block at the end of the statement);
 # a resource is held for the session or for a transaction, not both;
 # fenced_extend and fenced_release work on a transaction lease; a
-# savepoint rollback does not end it; PREPARE TRANSACTION is refused while
-# one, or a transaction-local declaration, exists; DISCARD ALL ends every
+# savepoint rollback ends the leases taken inside it (1.3), not the
+# others; PREPARE TRANSACTION is refused while one, or a
+# transaction-local declaration, exists; DISCARD ALL ends every
 # declaration and lease of the session; a backend that exits
 # (pg_terminate_backend, disconnect) gives its locks back; a release that
 # fails after commit, at DISCARD ALL or at exit is a WARNING, bounded by
@@ -131,14 +132,16 @@ expect "and COMMIT has nothing left to give back (no warning)" "$S|$R" "00000|"
 
 sess a "BEGIN; SELECT fenced_acquire_xact('order:1') IS NOT NULL; SAVEPOINT s; SELECT fenced_acquire_xact('order:2') IS NOT NULL; SELECT 1 / 0;"
 sess a "ROLLBACK TO SAVEPOINT s;"
-expect "ROLLBACK TO SAVEPOINT ends neither the lease taken before it nor the one taken after it" \
-	"$S|$(held order:1)$(held order:2)" "00000|11"
+expect "ROLLBACK TO SAVEPOINT ends the lease taken after it (1.3), not the one taken before it" \
+	"$S|$(held order:1)$(held order:2)" "00000|10"
 sess a "$COUNTS"
-expect "both leases and both declarations remain" "$R" "2|2"
-sess a "UPDATE items SET val = 'after savepoint' WHERE id IN (1, 2);"
-expect "and both declarations still stamp the transaction's tokenless writes" "$S" "00000"
-sess a "COMMIT;"
-expect "COMMIT gives both back" "$S|$(held order:1)$(held order:2)" "00000|00"
+expect "one lease and one declaration remain" "$R" "1|1"
+sess a "UPDATE items SET val = 'after savepoint' WHERE id = 1;"
+expect "the remaining declaration still stamps the transaction's tokenless writes" "$S" "00000"
+sess a "UPDATE items SET val = 'after savepoint' WHERE id = 2;"
+expect "the rolled-back one's resource has no token any more (TF002)" "$S" "TF002"
+sess a "ROLLBACK;"
+expect "ROLLBACK gives the other back" "$S|$(held order:1)$(held order:2)" "00000|00"
 
 # ------------------------------------------------- PREPARE TRANSACTION
 
