@@ -45,12 +45,16 @@ expect "both locks are held in Redis" "$(held m:a)$(held m:b)" "11"
 expect "the tokens are in the order given" "{$(rcli GET "$(token_key m:b)"),$(rcli GET "$(token_key m:a)"),$(rcli GET "$(token_key m:b)")}" "$toks"
 sess a "SELECT string_agg(resource || '=' || token || ':' || is_local, ',' ORDER BY resource) FROM fence_declared();"
 expect "each token is declared for the transaction" "$R" "m:a=$(rcli GET "$(token_key m:a)"):true,m:b=$(rcli GET "$(token_key m:b)"):true"
-sess a "SELECT fence_mark('m:a') || ',' || fence_mark('m:b');"
-expect "each mark is raised to its token" "$R" "$(rcli GET "$(token_key m:a)"),$(rcli GET "$(token_key m:b)")"
 sess a "SELECT count(*) FROM fenced_leases();"
 expect "two transaction leases" "$R" "2"
+want_marks="$(rcli GET "$(token_key m:a)"),$(rcli GET "$(token_key m:b)")"
 sess a "COMMIT;"
 expect "COMMIT gives both back" "$S|$(held m:a)$(held m:b)" "00000|00"
+# with the library preloaded the acquisition records a floor and the mark
+# is written before commit (doc/lock-failures.md, "Reads and the
+# acquisition"): after the commit each mark is its token
+sess b "SELECT fence_mark('m:a') || ',' || fence_mark('m:b');"
+expect "each mark is raised to its token" "$R" "$want_marks"
 
 # ------------------------------------------------ byte order, all or none
 
