@@ -12,51 +12,41 @@ MODULE_big = fencing
 PGFILEDESC = "fencing - fencing tokens enforced by the database"
 
 OBJS = \
-	src/attach.o \
-	src/attach_online.o \
-	src/attach_seed.o \
-	src/coverage.o \
-	src/ddl_guard.o \
-	src/ddl_partitions.o \
-	src/declared.o \
-	src/extension.o \
-	src/fence_guard.o \
-	src/fence_token.o \
-	src/fenced_settings.o \
+	src/adopt/attach.o \
+	src/adopt/attach_seed.o \
+	src/adopt/ddl_guard.o \
+	src/adopt/ddl_partitions.o \
+	src/core/fence_token.o \
+	src/core/resource.o \
+	src/core/token_parse.o \
 	src/fencing.o \
-	src/guard_config.o \
-	src/marks.o \
-	src/marks_cache.o \
-	src/marks_hint.o \
-	src/marks_read.o \
-	src/marks_sql.o \
-	src/marks_table.o \
-	src/marks_write.o \
-	src/redis_cluster.o \
-	src/redis_cluster_map.o \
-	src/redis_conn.o \
-	src/redis_budget.o \
-	src/redis_error.o \
-	src/redis_hostport.o \
-	src/redis_io.o \
-	src/redis_link.o \
-	src/redis_sentinel.o \
-	src/redis_secret_file.o \
-	src/redis_settings.o \
-	src/redis_subscribe.o \
-	src/redis_tls.o \
-	src/redis_tls_config.o \
-	src/redis_value.o \
-	src/replica.o \
-	src/resource_map.o \
-	src/resource_name.o \
-	src/resource_template.o \
-	src/session_state.o \
-	src/stale_hint.o \
-	src/stats.o \
-	src/stats_redis.o \
-	src/stats_tables.o \
-	src/token_parse.o
+	src/guard/declared.o \
+	src/guard/fence_guard.o \
+	src/guard/guard_config.o \
+	src/guard/resource_template.o \
+	src/lock/lock_settings.o \
+	src/marks/marks.o \
+	src/marks/marks_cache.o \
+	src/marks/marks_sql.o \
+	src/marks/marks_table.o \
+	src/marks/marks_write.o \
+	src/redis/redis_call.o \
+	src/redis/redis_cluster.o \
+	src/redis/redis_conn.o \
+	src/redis/redis_hostport.o \
+	src/redis/redis_io.o \
+	src/redis/redis_link.o \
+	src/redis/redis_sentinel.o \
+	src/redis/redis_settings.o \
+	src/redis/redis_subscribe.o \
+	src/redis/redis_tls.o \
+	src/redis/redis_tls_config.o \
+	src/stats/stats.o \
+	src/stats/stats_redis.o \
+	src/stats/stats_tables.o
+
+# Sources name the headers of other layers by folder: "marks/marks.h".
+PG_CPPFLAGS = -I$(srcdir)/src
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -94,9 +84,9 @@ endif
 PG_CPPFLAGS += -DUSE_HIREDIS
 # TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
 SHLIB_LINK += -lhiredis -lssl -lcrypto
-OBJS += src/fenced_acquire.o src/fenced_attempt.o src/fenced_lock.o src/fenced_wake.o src/lease_release.o src/lease_renewer.o src/lease_shmem.o src/lease_table.o src/lock_holders.o
+OBJS += src/lock/lease_release.o src/lock/lease_renewer.o src/lock/lease_shmem.o src/lock/lease_table.o src/lock/lock.o src/lock/lock_acquire.o src/lock/lock_attempt.o
 else
-OBJS += src/fenced_lock_nohiredis.o
+OBJS += src/lock/lock_nohiredis.o
 endif
 
 EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)
@@ -107,8 +97,8 @@ include $(PGXS)
 
 # The fuzz target for the token parser (clang with libFuzzer).
 FUZZ_CC ?= clang
-test/fuzz/token_parse_fuzz: test/fuzz/token_parse_fuzz.c src/token_parse.c src/token_parse.h
-	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ test/fuzz/token_parse_fuzz.c src/token_parse.c
+test/fuzz/token_parse_fuzz: test/fuzz/token_parse_fuzz.c src/core/token_parse.c src/core/token_parse.h
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core -o $@ test/fuzz/token_parse_fuzz.c src/core/token_parse.c
 
 .PHONY: fuzz
 fuzz: test/fuzz/token_parse_fuzz

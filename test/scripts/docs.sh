@@ -5,9 +5,10 @@
 #   rules (test/lib/doc_links.py);
 # - every "<!-- snippet: NAME (run by SCRIPT) -->" block is extracted by
 #   the SCRIPT it names, and every snippet a suite extracts exists, once;
-# - doc/ has its five files: guard, redis, clients, operations, design;
+# - doc/ has its eight files: guard, redis (the operator's guide),
+#   lock-reference, lock-failures, clients, operations, design, internals;
 # - both SQLSTATE tables (README.md's short one, doc/operations.md's full
-#   one, with doc/redis.md's for class TF1) name every code of
+#   one, with doc/lock-reference.md's for class TF1) name every code of
 #   src/fencing_errcodes.h and no other of class TF;
 # - README.md's "Getting started", pasted in order into fresh psql
 #   sessions against a real server and redis-server, prints what it shows.
@@ -23,7 +24,7 @@ docs=(README.md doc/*.md)
 
 # the reference's files, one a subject (other documents link to them)
 expect "doc/ holds the reference, one file a subject" \
-	"${docs[*]:1}" "doc/clients.md doc/design.md doc/guard.md doc/operations.md doc/redis.md"
+	"${docs[*]:1}" "doc/clients.md doc/design.md doc/guard.md doc/internals.md doc/lock-failures.md doc/lock-reference.md doc/operations.md doc/redis.md"
 
 # links and anchors
 while IFS= read -r line; do
@@ -75,8 +76,8 @@ expect "README.md's SQLSTATE table names every TF code, and only those" \
 	"$(table_codes README.md '### SQLSTATEs')" "$defined"
 expect "doc/operations.md's SQLSTATE table names every TF code, and only those" \
 	"$(table_codes doc/operations.md '## SQLSTATEs')" "$defined"
-expect "doc/redis.md's table names every TF1 code of src/fencing_errcodes.h" \
-	"$(table_codes doc/redis.md '### SQLSTATEs of the Redis functions' | grep '^TF1')" "$(grep '^TF1' <<<"$defined")"
+expect "doc/lock-reference.md's table names every TF1 code of src/fencing_errcodes.h" \
+	"$(table_codes doc/lock-reference.md '## SQLSTATEs of the Redis functions' | grep '^TF1')" "$(grep '^TF1' <<<"$defined")"
 
 # "Getting started", each snippet in a session of its own
 harness_start_pg

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/scripts/mark_hints.sh: with the library in shared_preload_libraries,
 # first writes of a resource try the address of its mark that the shared
-# table of hints recorded (marks_hint.c), and a wrong address must only
+# table of hints recorded (marks_cache.c), and a wrong address must only
 # cost a lookup.
 #
 # Starts a throwaway cluster preloading fencing with a small hint table

@@ -94,7 +94,7 @@ start_call() {
 # await_wait NAME: wait until session NAME is waiting on its Redis socket,
 # and set WAIT_EVENT to its wait event as pg_stat_activity shows it: on
 # PostgreSQL 17 and later the extension's own FencingRedisIO
-# (src/pg_compat.h), before 17 the generic Extension.
+# (src/core/pg_compat.h), before 17 the generic Extension.
 await_wait() {
 	local i want=Extension:Extension
 	[ "$(sql -c 'SHOW server_version_num')" -ge 170000 ] && want=Extension:FencingRedisIO

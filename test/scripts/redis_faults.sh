@@ -143,7 +143,7 @@ out=$SESS_DIR/cancel.out
 PGAPPNAME=fenced_waiter sql -c "SELECT fenced_acquire('busy', wait => '30 s')" >"$out" 2>&1 &
 bg=$!
 sleep 0.5
-# PostgreSQL 17 and later name the extension's waits (src/pg_compat.h):
+# PostgreSQL 17 and later name the extension's waits (src/core/pg_compat.h):
 # the waiter is mostly in its pause, between short Redis round trips
 # (FencingRedisIO), so a few samples are taken.
 if [ "$(sql -c 'SHOW server_version_num')" -ge 170000 ]; then want=FencingLockBusy; else want=Extension; fi

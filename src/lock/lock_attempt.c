@@ -1,0 +1,226 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_attempt.c
+ *	  One attempt at a lock: the acquire script, its token, and whether an
+ *	  attempt that failed may have run.
+ *
+ * One acquisition is one round trip: a Lua script (lock_scripts.h)
+ * that takes the lock with the caller's owner string and a TTL and issues
+ * the next token, atomically.
+ *
+ * Tokens.  Redis can lose the counter's latest value (restart without
+ * persistence or from an older snapshot, failover to a replica that was
+ * behind, FLUSHALL).  A plain counter would then hand the next holder a
+ * token already handed out, or below tokens the database has accepted,
+ * and fencing would turn upside down: the new holder rejected, the stale
+ * one let through.  So a token is max(counter + 1, microseconds of the
+ * Redis server's clock): after a loss the clock, not the lost counter,
+ * puts it above every token issued before, as long as the clocks of the
+ * Redis servers agree to within a failover's duration (doc/lock-failures.md, "Tokens").
+ *
+ * Counter regression.  In case that clock is behind, every acquisition
+ * passes the resource's newest high-water mark (committed or in progress,
+ * never a snapshot's) to the script, which raises the counter past it,
+ * under the lock, before issuing the token; a WARNING says it happened.
+ * The repaired token adds the Redis clock, so that a second repair from
+ * the same mark never issues the first one's token again
+ * (FENCED_REPAIR_GAP).
+ *
+ * IDENTIFICATION
+ *	  src/lock/lock_attempt.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "common/pg_prng.h"
+#include "core/core.h"
+#include "fencing_errcodes.h"
+#include "lock/lock_int.h"
+#include "lock/lock_scripts.h"
+#include "marks/marks.h"
+#include "miscadmin.h"
+#include "redis/redis.h"
+#include "stats/stats.h"
+
+/*
+ * How far past the high-water mark a counter that went backwards is set,
+ * before the Redis clock is added: a repaired token is mark + gap + T, T
+ * being the Redis server's clock in microseconds (doc/lock-failures.md,
+ * "Tokens after repeated losses").
+ *
+ * The gap keeps it above the tokens that the lost counter handed out above
+ * the mark to holders that have not written yet (a second's worth of
+ * clock-made tokens).  T orders two repairs from the same mark.  The mark
+ * is the only record of a repaired token that survives Redis losing the
+ * counter again, and an acquisition may leave none: its transaction
+ * aborted, the raise at acquisition was off, or the raise was skipped for
+ * a lock extended long after.  With mark + gap alone, the second repair
+ * would issue the first one's token again; with T it is above the first
+ * and above the tokens counted on from it, under the assumption the clock
+ * rule makes already (the clock is not stepped back, and no resource gets
+ * more than one token per microsecond).
+ */
+#define FENCED_REPAIR_GAP			1000000
+
+/* Whether the current attempt has been handed to Redis. */
+static bool attempt_sent = false;
+
+static RedisScript acquire_script = {"fencing acquire script", FENCED_ACQUIRE_LUA, ""};
+
+/*
+ * fenced_make_owner
+ *		A new owner string: unique across servers, backends and
+ *		acquisitions, and saying which server and backend holds the lock.
+ */
+void
+fenced_make_owner(char *owner)
+{
+	static uint64 acquisitions = 0;
+
+	snprintf(owner, FENCED_OWNER_LEN, "pg:" UINT64_FORMAT ":%d:" UINT64_FORMAT ":%016llx",
+			 GetSystemIdentifier(), MyProcPid, ++acquisitions,
+			 (unsigned long long) pg_prng_uint64(&pg_global_prng_state));
+}
+
+
+/* Parse a token sent back by the acquire script. */
+static FenceToken
+fenced_parse_token(const RedisValue *v, const char *what)
+{
+	FenceToken	token = 0;
+
+	if (v->type != REDIS_VALUE_STRING ||
+		!fence_token_from_cstring(v->str, &token))
+		redis_unexpected(acquire_script.name, what, v);
+	return token;
+}
+/*
+ * fenced_may_have_run
+ *		Whether the acquire script may have run in Redis although the call
+ *		failed with edata.
+ *
+ * Called for an attempt handed to the connection module.  Not when Redis
+ * answered with an error (the script took no lock under our owner), nor
+ * when the command never reached the socket (no connection, AUTH refused,
+ * an unusable password file), which the transport knows.  Anything else
+ * -- a timeout, a lost connection, a protocol error, a cancel -- may have
+ * come after the script ran.
+ */
+static bool
+fenced_script_may_have_run(const ErrorData *edata)
+{
+	switch (edata->sqlerrcode)
+	{
+		case ERRCODE_FENCING_REDIS_BUSY:
+		case ERRCODE_FENCING_REDIS_CLUSTER_CHANGING:
+		case ERRCODE_FENCING_REDIS_REFUSED:
+		case ERRCODE_FENCING_REDIS_NOT_REPLICATED:
+			return false;
+		default:
+			return redis_call_sent();
+	}
+}
+/*
+ * fenced_try_acquire
+ *		One attempt: the script with the newest high-water mark as the
+ *		floor, and the owners of lease (if any) as ours to take over.  True
+ *		and *token when the lock was taken; false and *pttl when it is
+ *		busy.
+ */
+bool
+fenced_try_acquire(const char *resource, const char *lock_key,
+				   const char *token_key, const char *owner, int ttl_ms,
+				   Lease *lease, FenceToken *token, long long *pttl)
+{
+	FenceToken	mark;
+	bool		has_mark;
+	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
+	char		repaired[FENCE_TOKEN_TEXT_LEN] = "";
+	char		ttl[12];
+	char		counter_ttl[24] = "";
+	const char *keys[2];
+	const char *args[6 + FENCED_MAX_UNKNOWN_OWNERS];
+	int			nargs = 0;
+	int			i;
+	RedisValue *reply;
+	RedisValue **e;
+
+	has_mark = marks_read_newest(resource, &mark);
+	if (has_mark)
+	{
+		fence_token_to_cstring(mark, floor);
+		fence_token_to_cstring(mark > FENCE_TOKEN_MAX - FENCED_REPAIR_GAP - 1 ?
+							   mark : mark + FENCED_REPAIR_GAP, repaired);
+	}
+	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
+	(void) fenced_counter_lifetime(ttl_ms, counter_ttl, sizeof(counter_ttl));
+
+	keys[0] = lock_key;
+	keys[1] = token_key;
+	args[nargs++] = owner;
+	args[nargs++] = ttl;
+	args[nargs++] = floor;
+	args[nargs++] = repaired;
+	args[nargs++] = counter_ttl;
+	if (lease != NULL && lease->held)
+		args[nargs++] = lease->owner;
+	for (i = 0; lease != NULL && i < lease->nunknown; i++)
+		args[nargs++] = lease->unknown[i];
+
+	attempt_sent = true;
+	reply = redis_eval(&acquire_script, 2, keys, nargs, args);
+	e = reply->elements;
+	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 2 ||
+		e[0]->type != REDIS_VALUE_INTEGER || e[1]->type == REDIS_VALUE_ARRAY)
+		redis_unexpected(acquire_script.name, "{taken, ...}", reply);
+
+	if (e[0]->integer == 0)
+	{
+		if (e[1]->type != REDIS_VALUE_INTEGER)
+			redis_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
+		*pttl = e[1]->integer;
+		attempt_sent = false;	/* answered: it took nothing */
+		return false;
+	}
+
+	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER)
+		redis_unexpected(acquire_script.name, "{1, token, repaired, rule's token}", reply);
+	*token = fenced_parse_token(e[1], "a token");
+
+	if (e[2]->integer != 0)
+	{
+		FenceToken	would = fenced_parse_token(e[3], "a token");
+		char		would_text[FENCE_TOKEN_TEXT_LEN];
+		char		issued[FENCE_TOKEN_TEXT_LEN];
+
+		fence_token_to_cstring(would, would_text);
+		fence_token_to_cstring(*token, issued);
+		stats_redis_count(STATS_REDIS_REPAIRED);
+		ereport(WARNING,
+				(errmsg("token counter in Redis for resource \"%s\" went backwards: next token %s is not above the high-water mark %s",
+						resource, would_text, floor),
+				 errdetail("The counter was set to the mark plus %d plus the Redis clock, above any token it may have handed out before it went back and any token repaired before, and token %s issued instead.",
+						   FENCED_REPAIR_GAP, issued),
+				 errhint("Redis lost writes or its clock is behind the clock that issued the mark's token; check its persistence, replication and clock.")));
+	}
+	return true;
+}
+
+/* The next attempt has not been sent yet. */
+void
+fenced_attempt_start(void)
+{
+	attempt_sent = false;
+}
+
+/*
+ * fenced_attempt_may_have_run
+ *		Whether the attempt that failed with edata may have taken the lock.
+ */
+bool
+fenced_attempt_may_have_run(const ErrorData *edata)
+{
+	return attempt_sent && fenced_script_may_have_run(edata);
+}

@@ -1,0 +1,111 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_nohiredis.c
+ *	  The SQL functions of locks and tokens from Redis in a build without
+ *	  hiredis (make WITH_HIREDIS=0): each checks its arguments, as the
+ *	  build with Redis does, and then says Redis support is not built.
+ *
+ * The Makefile builds this file instead of lock.c and the lease
+ * layer.  Without Redis no lease is ever taken: there is nothing to give
+ * back at the end of a transaction or at DISCARD ALL, and nothing to keep
+ * a transaction from being prepared.
+ *
+ * IDENTIFICATION
+ *	  src/lock/lock_nohiredis.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "core/pg_compat.h"
+#include "fencing_errcodes.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "guard/guard.h"
+#include "lock/lock.h"
+#include "lock/lock_int.h"
+
+PG_FUNCTION_INFO_V1(fenced_acquire);
+PG_FUNCTION_INFO_V1(fenced_acquire_xact);
+PG_FUNCTION_INFO_V1(fenced_extend);
+PG_FUNCTION_INFO_V1(fenced_release);
+PG_FUNCTION_INFO_V1(fenced_leases);
+PG_FUNCTION_INFO_V1(fenced_lock_holders_data);
+
+/* The error of every Redis function in a build without hiredis. */
+pg_noreturn static void
+fenced_not_supported(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_REDIS_NOT_BUILT),
+			 errmsg("fencing was built without Redis support"),
+			 errhint("Install hiredis and rebuild fencing with WITH_HIREDIS=1.")));
+}
+
+void
+fenced_lock_init(void)
+{
+}
+
+void
+fenced_lock_at_xact_end(bool commit)
+{
+}
+
+void
+fenced_lock_pre_prepare(void)
+{
+}
+
+void
+fenced_lock_discard_all(void)
+{
+}
+
+Datum
+fenced_acquire(PG_FUNCTION_ARGS)
+{
+	session_state_check("fenced_acquire()");
+	(void) fenced_resource_arg(fcinfo);
+	(void) fenced_ttl_arg(fcinfo, 1);
+	(void) fenced_wait_arg(fcinfo, 2);
+	fenced_not_supported();
+}
+
+Datum
+fenced_acquire_xact(PG_FUNCTION_ARGS)
+{
+	(void) fenced_resource_arg(fcinfo);
+	(void) fenced_ttl_arg(fcinfo, 1);
+	(void) fenced_wait_arg(fcinfo, 2);
+	fenced_not_supported();
+}
+
+Datum
+fenced_extend(PG_FUNCTION_ARGS)
+{
+	(void) fenced_resource_arg(fcinfo);
+	(void) fenced_ttl_arg(fcinfo, 1);
+	fenced_not_supported();
+}
+
+Datum
+fenced_release(PG_FUNCTION_ARGS)
+{
+	(void) fenced_resource_arg(fcinfo);
+	fenced_not_supported();
+}
+
+Datum
+fenced_leases(PG_FUNCTION_ARGS)
+{
+	fenced_not_supported();
+}
+
+/* No lease can be held: fenced_lock_holders is empty. */
+Datum
+fenced_lock_holders_data(PG_FUNCTION_ARGS)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	return (Datum) 0;
+}

@@ -1,0 +1,194 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_scripts.h
+ *	  The Lua scripts of key layout v1: acquire, extend, release.
+ *
+ * Plain C string constants with no PostgreSQL dependency, so that the
+ * benchmark (test/bench/acquire) can send byte-identical scripts, with the
+ * same SHA1, from a bare hiredis client.
+ *
+ * Every key a script touches is passed in KEYS, as Redis ACLs and Cluster
+ * routing require.  The lock key holds the owner string with a PX expiry;
+ * the token counter key holds a decimal integer, the last token issued,
+ * with a PX expiry a little beyond the lock's, or none where the caller
+ * says the key is shared with other clients.
+ *
+ * Tokens travel back as strings, never as Lua numbers: Redis converts
+ * integer replies to Lua numbers, which are doubles, and a counter above
+ * 2^53 would silently lose its low bits.  For the same reason tokens are
+ * computed and compared as decimal strings.
+ *
+ * A script is atomic but not transactional: when a command in it fails,
+ * the writes before it stay.  The acquire script therefore checks the
+ * lock, validates the counter and computes the token before it writes
+ * anything, then stores the token and sets the lock last.
+ *
+ * TIME before a write is allowed in a script since Redis 5 (effects
+ * replication, the only mode from 7.0).
+ *
+ * IDENTIFICATION
+ *	  src/lock/lock_scripts.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FENCED_LOCK_SCRIPTS_H
+#define FENCED_LOCK_SCRIPTS_H
+
+/*
+ * acquire
+ *	KEYS[1] lock key, KEYS[2] token counter key
+ *	ARGV[1] new owner, ARGV[2] ttl in ms,
+ *	ARGV[3] floor: the database's newest high-water mark, or '' for none,
+ *	ARGV[4] the floor plus the repair gap: the token to issue when the rule's
+ *		token is not above the floor is this plus the server's TIME in
+ *		microseconds,
+ *	ARGV[5] lifetime of the counter key in ms, or '' to keep it forever,
+ *	ARGV[6..] owners under which the caller may already hold the lock (an
+ *		acquisition whose reply was lost, or a lease being re-acquired)
+ *
+ * Returns {1, token, repaired, the rule's token} when the lock was taken,
+ * {0, PTTL of the lock} when it is busy.
+ *
+ * The token rule: max(counter + 1, microseconds of the server's TIME),
+ * stored back in the counter.  While the counter lives, tokens strictly
+ * increase; when Redis has lost it (a flush, a restart without data or
+ * from an older snapshot, a failover to a replica that missed the last
+ * grants), the clock still puts the next token above every token issued
+ * before, as long as that clock is not behind the one that issued them.
+ * A counter that expired did so by the same clock, after its last token's
+ * time.  When the rule's token is not above the floor anyway (a clock
+ * behind), the token is ARGV[4] + TIME, well above the floor (repaired =
+ * 1); two such repairs from the same floor are ordered by the clock, as
+ * the rule's tokens are, even when the counter that held the first one
+ * was lost and nothing else recorded it.
+ *
+ * Arithmetic is on decimal strings: a counter may exceed 2^53, beyond
+ * which Lua's numbers (doubles) are not exact.
+ */
+#define FENCED_ACQUIRE_LUA \
+"-- fencing key layout v1: acquire\n" \
+"local held = redis.call('GET', KEYS[1])\n" \
+"if held then\n" \
+"  local mine = false\n" \
+"  for i = 6, #ARGV do\n" \
+"    if held == ARGV[i] then mine = true end\n" \
+"  end\n" \
+"  if not mine then\n" \
+"    return {0, redis.call('PTTL', KEYS[1])}\n" \
+"  end\n" \
+"end\n" \
+"local cur = redis.call('GET', KEYS[2])\n" \
+"if cur and not (cur == '0' or (#cur <= 19 and string.find(cur, '^[1-9]%d*$'))) then\n" \
+"  return redis.error_reply('ERR fencing: token counter ' .. KEYS[2] .. ' does not hold a non-negative integer')\n" \
+"end\n" \
+"local function below(a, b)\n" \
+"  if #a ~= #b then return #a < #b end\n" \
+"  for i = 1, #a do\n" \
+"    local x, y = string.byte(a, i), string.byte(b, i)\n" \
+"    if x ~= y then return x < y end\n" \
+"  end\n" \
+"  return false\n" \
+"end\n" \
+"local function succ(a)\n" \
+"  local i = #a\n" \
+"  while i > 0 and string.byte(a, i) == 57 do i = i - 1 end\n" \
+"  if i == 0 then return '1' .. string.rep('0', #a) end\n" \
+"  return string.sub(a, 1, i - 1) .. string.char(string.byte(a, i) + 1) .. string.rep('0', #a - i)\n" \
+"end\n" \
+"local function add(a, b)\n" \
+"  local r, carry, i, j = {}, 0, #a, #b\n" \
+"  while i > 0 or j > 0 or carry > 0 do\n" \
+"    local d = carry\n" \
+"    if i > 0 then d = d + string.byte(a, i) - 48 end\n" \
+"    if j > 0 then d = d + string.byte(b, j) - 48 end\n" \
+"    r[#r + 1] = string.char(48 + d % 10)\n" \
+"    carry = (d - d % 10) / 10\n" \
+"    i = i - 1\n" \
+"    j = j - 1\n" \
+"  end\n" \
+"  return string.reverse(table.concat(r))\n" \
+"end\n" \
+"local t = redis.call('TIME')\n" \
+"local token = succ(cur or '0')\n" \
+"local now = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]\n" \
+"if below(token, now) then token = now end\n" \
+"local rule = token\n" \
+"local repaired = 0\n" \
+"if ARGV[3] ~= '' and not below(ARGV[3], token) then\n" \
+"  token = add(ARGV[4], now)\n" \
+"  repaired = 1\n" \
+"end\n" \
+"if below('9223372036854775807', token) then\n" \
+"  return redis.error_reply('ERR fencing: token counter ' .. KEYS[2] .. ' would overflow')\n" \
+"end\n" \
+"if ARGV[5] == '' then\n" \
+"  redis.call('SET', KEYS[2], token)\n" \
+"else\n" \
+"  redis.call('SET', KEYS[2], token, 'PX', ARGV[5])\n" \
+"end\n" \
+"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n" \
+"return {1, token, repaired, rule}\n"
+
+/*
+ * extend
+ *	KEYS[1] lock key; ARGV[1] owner, ARGV[2] ttl in ms
+ *
+ * Returns 1 when the lock was still the owner's and now expires ttl from
+ * now, 0 otherwise.
+ */
+#define FENCED_EXTEND_LUA \
+"-- fencing key layout v1: extend\n" \
+"if redis.call('GET', KEYS[1]) == ARGV[1] then\n" \
+"  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" \
+"end\n" \
+"return 0\n"
+
+/*
+ * extend the counter
+ *	KEYS[1] token counter key; ARGV[1] its lifetime in ms
+ *
+ * Sent before the extend script, on its own: one key, so that it needs no
+ * other key in the same node during a slot migration.  A counter that
+ * expires sooner than ARGV[1] from now then expires ARGV[1] from now, so
+ * that a lock extended past its counter's lifetime never outlives it; a
+ * counter without expiry (shared with other clients) or none at all is
+ * left so.  Returns 1 when it set the expiry, 0 otherwise.  (PEXPIRE ...
+ * GT would do on Redis 7.0 and later only.)
+ */
+#define FENCED_EXTEND_COUNTER_LUA \
+"-- fencing key layout v1: extend the counter\n" \
+"local left = redis.call('PTTL', KEYS[1])\n" \
+"if left >= 0 and left < tonumber(ARGV[1]) then\n" \
+"  return redis.call('PEXPIRE', KEYS[1], ARGV[1])\n" \
+"end\n" \
+"return 0\n"
+
+/*
+ * release
+ *	KEYS[1] lock key;
+ *	ARGV[1] 'PUBLISH', 'SPUBLISH' (Cluster mode) or '' for no notice,
+ *	ARGV[2] the channel of the release notice (fenced_release_channel),
+ *	ARGV[3..] owners under which the caller may hold it
+ *
+ * Returns 1 when the lock was the caller's and is now deleted, 0
+ * otherwise; never deletes another owner's lock.  A deleted lock is
+ * announced on the channel, for the waiters of the resource to try again
+ * at once; through redis.pcall, so that a user whose ACL denies the
+ * channel, or a server without SPUBLISH, still releases (its waiters
+ * then wake at the lock's PTTL).
+ */
+#define FENCED_RELEASE_LUA \
+"-- fencing key layout v1: release\n" \
+"local held = redis.call('GET', KEYS[1])\n" \
+"if held then\n" \
+"  for i = 3, #ARGV do\n" \
+"    if held == ARGV[i] then\n" \
+"      redis.call('DEL', KEYS[1])\n" \
+"      if ARGV[1] ~= '' then redis.pcall(ARGV[1], ARGV[2], '1') end\n" \
+"      return 1\n" \
+"    end\n" \
+"  end\n" \
+"end\n" \
+"return 0\n"
+
+#endif							/* FENCED_LOCK_SCRIPTS_H */

@@ -1,0 +1,383 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_settings.c
+ *	  The settings of fenced_acquire() and friends, the arguments their SQL
+ *	  functions share, and the Redis keys and release channel of a
+ *	  resource.
+ *
+ * Built with or without hiredis: the settings exist either way, so that a
+ * configuration written for one build loads in the other.
+ *
+ * The release script announces a lock it deleted on the resource's
+ * channel, the lock key followed by ":released", the lock key in braces
+ * if it has no {tag} (so that the channel is in the lock key's hash
+ * slot): SPUBLISH in Cluster mode, where a shard channel stays within the
+ * slot's shard, PUBLISH otherwise.
+ *
+ * IDENTIFICATION
+ *	  src/lock/lock_settings.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "common/int.h"
+#include "core/core.h"
+#include "datatype/timestamp.h"
+#include "fencing_errcodes.h"
+#include "lib/stringinfo.h"
+#include "lock/lock.h"
+#include "lock/lock_int.h"
+#include "redis/redis.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+/* Bounds and defaults of the settings. */
+#define FENCED_DEFAULT_TTL			30000	/* ms */
+#define FENCED_MAX_TTL				INT_MAX /* ms, about 24.8 days */
+#define FENCED_DEFAULT_WAIT			0	/* ms */
+#define FENCED_MAX_WAIT				INT_MAX /* ms */
+#define FENCED_MAX_WAIT_REPLICAS	1000
+#define FENCED_DEFAULT_WAIT_TIMEOUT 1000	/* ms */
+#define FENCED_MAX_WAIT_TIMEOUT		3600000 /* ms */
+#define FENCED_MAX_KEY_TEMPLATE		1024
+#define FENCED_KEY_PLACEHOLDER		"<resource>"
+
+/*
+ * How long a token counter key outlives the lock it was last issued or
+ * extended with, in ms.  Past that, the next token comes from the Redis
+ * clock, which has then passed the last token issued (unless tokens were
+ * issued faster than one per microsecond for that long), or from a repair
+ * that is above it (lock_attempt.c), so the key is disposable and Redis
+ * no longer keeps one per resource ever locked.
+ */
+#define FENCED_COUNTER_LINGER		60000
+
+/*
+ * Token counter keys under this prefix are fencing's own.  Any other
+ * template (the classic "fence:<resource>") may name a key that other
+ * clients INCR, expecting it to last: it never expires.
+ */
+#define FENCED_OWN_KEY_PREFIX		"fencing:"
+
+/* Settings. */
+char	   *fencing_redis_lock_key = NULL;
+char	   *fencing_redis_token_key = NULL;
+static int	fencing_default_ttl = FENCED_DEFAULT_TTL;
+static int	fencing_default_wait = FENCED_DEFAULT_WAIT;
+int			fencing_redis_wait_replicas = 0;
+int			fencing_redis_wait_timeout = FENCED_DEFAULT_WAIT_TIMEOUT;
+bool		fencing_acquire_raises_mark = true;
+int			fencing_lock_wait_wakeup = FENCED_WAKEUP_RELEASE;
+
+static const struct config_enum_entry lock_wait_wakeup_options[] = {
+	{"release", FENCED_WAKEUP_RELEASE, false},
+	{"poll", FENCED_WAKEUP_POLL, false},
+	{NULL, 0, false}
+};
+
+/*
+ * check_key_template
+ *		A Redis key name with exactly one "<resource>" in it.
+ */
+static bool
+check_key_template(char **newval, void **extra, GucSource source)
+{
+	const char *first;
+
+	if (*newval == NULL || strlen(*newval) > FENCED_MAX_KEY_TEMPLATE)
+	{
+		GUC_check_errdetail("A key template can be at most %d bytes long.",
+							FENCED_MAX_KEY_TEMPLATE);
+		return false;
+	}
+	first = strstr(*newval, FENCED_KEY_PLACEHOLDER);
+	if (first == NULL ||
+		strstr(first + strlen(FENCED_KEY_PLACEHOLDER), FENCED_KEY_PLACEHOLDER) != NULL)
+	{
+		GUC_check_errdetail("A key template must contain \"%s\" exactly once.",
+							FENCED_KEY_PLACEHOLDER);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * fenced_settings_init
+ *		Define the Redis client's settings, then the lock settings; called
+ *		from _PG_init.  Both exist in a build without hiredis too.
+ */
+void
+fenced_settings_init(void)
+{
+	redis_settings_init();
+	DefineCustomStringVariable("fencing.redis_lock_key",
+							   "Template of the Redis key that holds the lock of a resource.",
+							   "\"<resource>\" stands for the resource name.  The default is key layout v1; set \"lock:<resource>\" to share locks with clients of the classic lock:/fence: layout.",
+							   &fencing_redis_lock_key,
+							   "fencing:v1:{r:<resource>}:lock",
+							   PGC_SUSET,
+							   0,
+							   check_key_template, NULL, NULL);
+
+	DefineCustomStringVariable("fencing.redis_token_key",
+							   "Template of the Redis key that counts the tokens of a resource.",
+							   "\"<resource>\" stands for the resource name.  A key beginning with \"fencing:\" expires a minute after the lock it was last issued with; any other never expires.  The default is key layout v1; set \"fence:<resource>\" to share tokens with clients of the classic lock:/fence: layout.",
+							   &fencing_redis_token_key,
+							   "fencing:v1:{r:<resource>}:token",
+							   PGC_SUSET,
+							   0,
+							   check_key_template, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.default_ttl",
+							"Lease time of a lock when fenced_acquire() and fenced_extend() are not given a ttl.",
+							"Valid range is 1 ms to 24 days.",
+							&fencing_default_ttl,
+							FENCED_DEFAULT_TTL, 1, FENCED_MAX_TTL,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.default_wait",
+							"How long fenced_acquire() waits for a busy lock when not given a wait.",
+							"0 means a single attempt.",
+							&fencing_default_wait,
+							FENCED_DEFAULT_WAIT, 0, FENCED_MAX_WAIT,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.redis_wait_replicas",
+							"Number of Redis replicas that must acknowledge an acquisition.",
+							"After taking a lock fenced_acquire() sends WAIT and fails, giving the lock back, if fewer replicas acknowledge in time.  0 means no WAIT.",
+							&fencing_redis_wait_replicas,
+							0, 0, FENCED_MAX_WAIT_REPLICAS,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("fencing.redis_wait_timeout",
+							"Longest wait for the replicas of fencing.redis_wait_replicas.",
+							"Valid range is 1 ms to 1 h.",
+							&fencing_redis_wait_timeout,
+							FENCED_DEFAULT_WAIT_TIMEOUT, 1, FENCED_MAX_WAIT_TIMEOUT,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("fencing.acquire_raises_mark",
+							 "Whether fenced_acquire() and fenced_acquire_xact() raise the resource's high-water mark to the token they return.",
+							 "On, every older token is stale for the resource from the acquisition on, before the new holder writes.  Turn it off for lock names that guard no table, whose marks would only fill fence_high_water.",
+							 &fencing_acquire_raises_mark,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("fencing.lock_wait_wakeup",
+							 "What wakes fenced_acquire() waiting for a busy lock: \"release\" or \"poll\".",
+							 "release: a second Redis connection subscribed to the lock's release notices, and the lock's expiry; where the subscription is refused, polling.  poll: an exponential back-off of 4 to 128 ms alone.",
+							 &fencing_lock_wait_wakeup,
+							 FENCED_WAKEUP_RELEASE,
+							 lock_wait_wakeup_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/* The resource argument: neither NULL, nor empty, nor too long. */
+char *
+fenced_resource_arg(FunctionCallInfo fcinfo)
+{
+	char	   *resource;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("resource must not be null")));
+	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (resource[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resource must not be empty")));
+	resource_name_check(resource, strlen(resource));
+	return resource;
+}
+
+/*
+ * interval_to_us
+ *		The length of an interval in microseconds, a month counting 30 days
+ *		as in interval arithmetic.
+ */
+static int64
+interval_to_us(const Interval *span, const char *argname)
+{
+	int64		days;
+	int64		us;
+
+	if (pg_mul_s64_overflow((int64) span->month, DAYS_PER_MONTH, &days) ||
+		pg_add_s64_overflow(days, (int64) span->day, &days) ||
+		pg_mul_s64_overflow(days, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, span->time, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long", argname)));
+	return us;
+}
+
+/*
+ * fenced_ttl_arg
+ *		The ttl argument at argno in ms, rounded up so that a lease is
+ *		never shorter than asked for; the default when NULL.
+ */
+int
+fenced_ttl_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		return fencing_default_ttl;
+	us = interval_to_us(PG_GETARG_INTERVAL_P(argno), "ttl");
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be greater than zero")));
+	if (us > (int64) FENCED_MAX_TTL * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl is too long"),
+				 errdetail("The longest lease is %d ms.", FENCED_MAX_TTL)));
+	return (int) ((us + 999) / 1000);
+}
+
+/*
+ * The renew argument at argno: false when NULL, or when the function was
+ * declared without it (an install not yet updated to 1.2).
+ */
+bool
+fenced_renew_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_NARGS() > argno && !PG_ARGISNULL(argno) &&
+		PG_GETARG_BOOL(argno);
+}
+
+/* The wait argument at argno in ms; the default when NULL. */
+int
+fenced_wait_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		return fencing_default_wait;
+	us = interval_to_us(PG_GETARG_INTERVAL_P(argno), "wait");
+	if (us < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	if (us > (int64) FENCED_MAX_WAIT * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait is too long"),
+				 errdetail("The longest wait is %d ms.", FENCED_MAX_WAIT)));
+	return (int) ((us + 999) / 1000);
+}
+
+/* Expand a key template for resource. */
+char *
+fenced_key(const char *template, const char *resource)
+{
+	const char *at = strstr(template, FENCED_KEY_PLACEHOLDER);
+	StringInfoData key;
+
+	if (at == NULL)				/* the check hook prevents it */
+		elog(ERROR, "key template \"%s\" has no placeholder", template);
+	initStringInfo(&key);
+	appendBinaryStringInfo(&key, template, at - template);
+	appendStringInfoString(&key, resource);
+	appendStringInfoString(&key, at + strlen(FENCED_KEY_PLACEHOLDER));
+	return key.data;
+}
+
+/* The lock key of resource, and with token_key its counter key. */
+char *
+fenced_keys(const char *resource, char **token_key)
+{
+	char	   *lock_key = fenced_key(fencing_redis_lock_key, resource);
+
+	if (token_key != NULL)
+	{
+		*token_key = fenced_key(fencing_redis_token_key, resource);
+		if (strcmp(lock_key, *token_key) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock key and token key of resource \"%s\" are the same Redis key \"%s\"",
+							resource, lock_key),
+					 errhint("Make fencing.redis_lock_key and fencing.redis_token_key differ.")));
+	}
+	return lock_key;
+}
+
+/* Whether token counter keys expire: fencing's own, by their prefix. */
+bool
+fenced_counter_expires(void)
+{
+	return strncmp(fencing_redis_token_key, FENCED_OWN_KEY_PREFIX,
+				   strlen(FENCED_OWN_KEY_PREFIX)) == 0;
+}
+
+/*
+ * fenced_counter_lifetime
+ *		Into buf, the lifetime in ms of a token counter key issued or
+ *		extended with a lock of ttl_ms; false, and buf empty, for a key that
+ *		must never expire.  The lock and its counter expire together, the
+ *		counter later: extending a lock extends its counter too, so that a
+ *		lock held longer than ttl + FENCED_COUNTER_LINGER never outlives it.
+ */
+bool
+fenced_counter_lifetime(int ttl_ms, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (!fenced_counter_expires())
+		return false;
+	snprintf(buf, len, INT64_FORMAT, (int64) ttl_ms + FENCED_COUNTER_LINGER);
+	return true;
+}
+
+/* How long a token counter outlives the lock it was extended with, in ms. */
+int
+fenced_counter_linger(void)
+{
+	return FENCED_COUNTER_LINGER;
+}
+
+/*
+ * fenced_release_channel
+ *		The channel of the release notices of the lock at lock_key: in its
+ *		hash slot, which is the slot of its {tag}, or of the whole key
+ *		without one.
+ */
+char *
+fenced_release_channel(const char *lock_key)
+{
+	const char *open = strchr(lock_key, '{');
+	const char *close = open != NULL ? strchr(open, '}') : NULL;
+
+	if (close != NULL && close > open + 1)
+		return psprintf("%s:released", lock_key);
+	return psprintf("{%s}:released", lock_key);
+}
+
+/*
+ * fenced_release_notice
+ *		Into args[0] and args[1], the release script's arguments that name
+ *		the command and channel of its notice.
+ */
+void
+fenced_release_notice(const char *lock_key, const char **args)
+{
+	args[0] = redis_cluster_enabled() ? "SPUBLISH" : "PUBLISH";
+	args[1] = fenced_release_channel(lock_key);
+}

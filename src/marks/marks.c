@@ -1,0 +1,555 @@
+/*-------------------------------------------------------------------------
+ *
+ * marks.c
+ *	  High-water marks: the highest token accepted per resource, checked
+ *	  and raised, and the report of a stale token (TF001).
+ *
+ * The marks live in the extension's table fence_high_water, one row per
+ * resource (marks_table.c finds and reads it, marks_write.c writes it).
+ * A write with token T to resource R finds the newest version of R's row
+ * and
+ *
+ * - if the mark is below T, updates it to T (in place, when the current
+ *   subtransaction created that version: see marks_raise);
+ * - if it is at or above T, locks it (FOR NO KEY UPDATE) and compares;
+ * - if there is none, inserts it.
+ *
+ * In every case the row stays locked by the writing transaction until it
+ * ends.  Two writers of one resource therefore serialize on that row, the
+ * later one sees the earlier one's committed mark, and a rollback takes
+ * the raise back with it.  This is what INSERT ... ON CONFLICT DO UPDATE
+ * ... WHERE mark < T does.  As ON CONFLICT does, a mark moved by a
+ * transaction that our REPEATABLE READ or SERIALIZABLE snapshot cannot
+ * see is a serialization failure.
+ *
+ * Two first writes to one resource must not both insert: before inserting,
+ * a writer takes a heavyweight lock on the resource name's hash and looks
+ * again, holding the lock until its row is in the index, where the second
+ * writer's look finds it and waits for the first to commit.
+ *
+ * Once a transaction has checked and locked a resource at token T, later
+ * rows of that resource with token T cannot fail (nobody else can move the
+ * mark while we hold the lock), so the per-transaction cache (marks_cache.c)
+ * answers them without a lookup; it also remembers the live version of
+ * each mark held, per subtransaction level, from which a raise goes
+ * without a lookup.  A first write in a transaction tries the address the
+ * shared hint table (marks_cache.c) last recorded.  Such an address is
+ * taken only after marks_fetch has checked that it still holds the mark's
+ * newest version, as the index would find it; else the mark is looked up.
+ *
+ * moved_at says when a mark was created or last raised, and also, to
+ * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
+ * such a write refreshes it when it is older than that, so that a
+ * resource written for hours at one token does not look idle to
+ * fence_forget_idle().  A raise stamps the transaction's start time and a
+ * refresh one microsecond less, which is how strict mode tells a mark
+ * this transaction raised from one it only refreshed.
+ *
+ * The hint of a stale token.  A holder that lost its lock offers a token a little below the mark: the
+ * next holder's.  A token orders of magnitude below it is another story:
+ * the resource takes tokens from two sources that do not know of each
+ * other.  fenced_acquire() issues tokens near the Redis clock in
+ * microseconds (about 1.8 * 10^15), while a worker that INCRs a counter
+ * key of its own counts from 1, and is fenced out for good once the first
+ * fenced_acquire() token was written.  Such a rejection says so, and how
+ * to share one counter.
+ *
+ * IDENTIFICATION
+ *	  src/marks/marks.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fencing_errcodes.h"
+#include "marks/marks.h"
+#include "marks/marks_int.h"
+#include "miscadmin.h"
+#include "stats/stats.h"
+#include "utils/timestamp.h"
+
+/*
+ * A write at a mark's own token refreshes moved_at when it is older than
+ * this: at most one HOT update of the mark a minute, instead of a lock.
+ */
+#define MARK_REFRESH_INTERVAL	((int64) 60 * USECS_PER_SEC)
+
+/* What marks_claim should do with the mark it finds. */
+typedef enum ClaimMode
+{
+	CLAIM_CHECK,				/* raise to the token, or reject if above */
+	CLAIM_CHECK_STRICT,			/* the same, rejecting an equal mark too */
+	CLAIM_ADVANCE				/* raise to the token, never reject */
+} ClaimMode;
+
+/*
+ * marks_at_xact_end
+ *		Forget what this transaction checked and held (marks_cache.c);
+ *		called when a transaction ends, whichever way.
+ */
+void
+marks_at_xact_end(void)
+{
+	marks_cache_at_xact_end();
+}
+
+/*
+ * marks_init
+ *		Register the cache's callbacks and the hint table; called from
+ *		_PG_init.
+ */
+void
+marks_init(void)
+{
+	marks_cache_init();
+	marks_hint_init();
+}
+
+/*
+ * marks_claim
+ *		Create, raise or lock the mark of m's resource for token.
+ *
+ * Returns true when the write is accepted, with the mark at token and
+ * locked by this transaction; false when the mark is above token (or
+ * equal, in strict mode), with *mark set and the row still locked.
+ * *written says whether this transaction set the mark it found or made;
+ * *version is the live version of the mark, which this transaction
+ * created or locked.
+ *
+ * One loop, as execReplication.c's RelationFindReplTupleByIndex: look
+ * (waiting for writers in progress), act on what was found, and look
+ * again if the row changed in between.  The first look goes straight to
+ * hint, when valid, the live version this transaction last knew of: if it
+ * still is, the index lookup is saved, whose dirty scan would walk every
+ * version this transaction made (one per subtransaction that raised the
+ * mark) before reaching it; if not, the mark is looked up.  A hint from
+ * the shared table (hint_shared, marks_cache.c) may point anywhere.
+ */
+static bool
+marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
+			bool hint_shared, FenceToken *mark, bool *written,
+			ItemPointer version)
+{
+	MarksInsertLock insert_lock = {0};
+	HeapTuple	tuple;
+	TM_Result	result;
+	MarksWait	wait = {token, 0, true};
+
+	for (;;)
+	{
+		MarksLook	look;
+
+		if (hint != NULL && ItemPointerIsValid(hint) &&
+			marks_fetch(m, hint, hint_shared, &tuple))
+			look = MARKS_FOUND;
+		else
+			look = marks_look(m, mode == CLAIM_ADVANCE ? NULL : &wait, &tuple);
+		hint = NULL;
+		if (look == MARKS_NEWER_IN_PROGRESS)
+		{
+			/* Stale, whatever the writer in progress does: see marks_look. */
+			marks_insert_unlock(&insert_lock);
+			*mark = marks_token_of(m, tuple);
+			*written = false;
+			ItemPointerSetInvalid(version);
+			return false;
+		}
+		if (look == MARKS_NONE)
+		{
+			/* No mark yet: lock out other first inserters, and look again. */
+			if (marks_insert_lock(m, &insert_lock))
+				continue;
+			marks_insert(m, token, version);
+			marks_insert_unlock(&insert_lock);
+			*mark = token;
+			*written = true;
+			stats_count(STATS_MARKS_RAISED);
+			break;
+		}
+		marks_insert_unlock(&insert_lock);
+
+		*mark = marks_token_of(m, tuple);
+		if (*mark < token)
+		{
+			result = marks_raise(m, tuple, token,
+								 GetCurrentTransactionStartTimestamp(), version);
+			if (result == TM_Ok)
+			{
+				*mark = token;
+				*written = true;
+				stats_count(STATS_MARKS_RAISED);
+				break;
+			}
+		}
+		else if (mode == CLAIM_CHECK && *mark == token &&
+				 marks_moved_at(m, tuple) <
+				 GetCurrentTransactionStartTimestamp() - MARK_REFRESH_INTERVAL)
+		{
+			/* A write at the mark's token: refresh it, which locks it too. */
+			result = marks_raise(m, tuple, token,
+								 GetCurrentTransactionStartTimestamp() - 1,
+								 version);
+			if (result == TM_Ok)
+			{
+				*written = false;
+				break;
+			}
+		}
+		else
+		{
+			result = marks_lock(m, tuple);
+			if (result == TM_Ok)
+			{
+				*written = marks_raised_here(m, tuple);
+				*version = tuple->t_self;
+				break;
+			}
+		}
+		marks_before_retry(m, result);
+	}
+
+	/* Later lookups in this transaction must see what we wrote or locked. */
+	CommandCounterIncrement();
+
+	/*
+	 * In strict mode an equal mark fences out every other holder of that
+	 * token, but not the transaction that set it, which may write many
+	 * rows with it.
+	 */
+	return *mark == token && (mode != CLAIM_CHECK_STRICT || *written);
+}
+
+/*
+ * marks_claim_for_holder
+ *		Raise the mark of m's resource to the token an acquisition has just
+ *		been issued, creating it if need be; see marks_raise_for_holder.
+ *
+ * The loop of marks_claim, with a bounded wait for writers in progress
+ * and without serialization failures: the raise rejects nothing, so it
+ * may act on the newest version whatever the snapshot sees.
+ */
+static MarksAcquireResult
+marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
+					   ItemPointer version)
+{
+	MarksInsertLock insert_lock = {0};
+	HeapTuple	tuple;
+	TM_Result	result;
+	MarksWait	wait = {token, deadline, false};
+
+	for (;;)
+	{
+		MarksLook	look = marks_look(m, &wait, &tuple);
+
+		if (look == MARKS_NONE)
+		{
+			if (marks_insert_lock(m, &insert_lock))
+				continue;
+			marks_insert(m, token, version);
+			marks_insert_unlock(&insert_lock);
+			return MARKS_ACQUIRE_RAISED;
+		}
+		marks_insert_unlock(&insert_lock);
+		if (look == MARKS_TIMED_OUT)
+			return MARKS_ACQUIRE_BUSY;
+		if (look == MARKS_NEWER_IN_PROGRESS || marks_token_of(m, tuple) >= token)
+			return MARKS_ACQUIRE_ABOVE;
+
+		result = marks_raise(m, tuple, token,
+							 GetCurrentTransactionStartTimestamp(), version);
+		if (result == TM_Ok)
+			return MARKS_ACQUIRE_RAISED;
+		if (result != TM_Updated && result != TM_Deleted)
+			elog(ERROR, "unexpected result %d writing high-water mark of resource \"%s\"",
+				 (int) result, m->resource);
+	}
+}
+
+/*
+ * Claim the mark of resource, of hash, as marks_claim does, looking first
+ * where it was last seen: at the live version held, if this transaction
+ * holds the mark (held), else at the address the shared table recorded.
+ * Records where the mark is now.
+ */
+static bool
+marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
+					 FenceToken token, ClaimMode mode, FenceToken *mark,
+					 bool *written, ItemPointer version)
+{
+	MarksRel	m;
+	ItemPointerData hint;
+	bool		accepted;
+
+	if (held != NULL)
+		hint = held->version;
+	else if (!marks_hint_get(hash, &hint))
+		ItemPointerSetInvalid(&hint);
+	marks_open(&m, resource, RowExclusiveLock);
+	accepted = marks_claim(&m, token, mode, &hint, held == NULL, mark,
+						   written, version);
+	marks_close(&m);
+	marks_hint_put(hash, version);
+	return accepted;
+}
+
+/*
+ * marks_report_stale
+ *		Reject a write of token because the mark is above it (or equal to
+ *		it, under a strict trigger).
+ *
+ * resource names the resource of a resource-scope mark; in row scope it
+ * is NULL, and the mark is the row's own token in table, checked by
+ * trigger.
+ */
+void
+marks_report_stale(const char *resource, const char *table,
+				   const char *trigger, FenceToken token, FenceToken mark)
+{
+	char		offered[FENCE_TOKEN_TEXT_LEN];
+	char		current[FENCE_TOKEN_TEXT_LEN];
+
+	stats_count(STATS_REJECTED_STALE);
+	fence_token_to_cstring(token, offered);
+	fence_token_to_cstring(mark, current);
+	if (resource == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_STALE_TOKEN),
+				 errmsg("stale fence token for a row of table \"%s\"", table),
+				 token == mark ?
+				 errdetail("Token %s is not above the row's token %s, and trigger \"%s\" requires strictly increasing tokens.",
+						   offered, current, trigger) :
+				 errdetail("Token %s is below the row's token %s.",
+						   offered, current),
+				 errhint("A newer lock holder has written this row; acquire the lock again for a new token."),
+				 stale_hint_token_sources(token, mark)));
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_STALE_TOKEN),
+			 errmsg("stale fence token for resource \"%s\"", resource),
+			 token == mark ?
+			 errdetail("Token %s is not above the current mark %s, and this table requires strictly increasing tokens.",
+					   offered, current) :
+			 errdetail("Token %s is below the current mark %s.",
+					   offered, current),
+			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token."),
+			 stale_hint_token_sources(token, mark)));
+}
+
+/*
+ * marks_check
+ *		Accept a write of token to resource, or reject it with
+ *		ERRCODE_FENCING_STALE_TOKEN.
+ *
+ * On return the mark is at token and locked by this transaction.  With
+ * strict, a token equal to a mark left by another transaction is stale
+ * too.
+ */
+void
+marks_check(const char *resource, FenceToken token, bool strict)
+{
+	uint32		hash = checked_hash(resource);
+	CheckedLevel *held = checked_held(resource, hash);
+	FenceToken	mark;
+	bool		written;
+	bool		accepted;
+	ItemPointerData version;
+
+	if (held != NULL)
+	{
+		/*
+		 * Strict mode accepts an equal mark only from the transaction that
+		 * set it, which a check that merely found the mark at the token
+		 * did not.
+		 */
+		if (held->token == token && (held->written || !strict))
+			return;
+
+		/* A raise of a version this subtransaction created needs no lookup. */
+		if (token > held->token && ItemPointerIsValid(&held->version) &&
+			held->subid == GetCurrentSubTransactionId() &&
+			marks_raise_held(resource, &held->version, token,
+							 GetCurrentTransactionStartTimestamp()))
+		{
+			held->token = token;
+			held->written = true;
+			stats_count(STATS_MARKS_RAISED);
+			return;
+		}
+	}
+
+	/* A temporary table is writable in a read-only transaction; marks are not. */
+	PreventCommandIfReadOnly("fence_guard()");
+
+	accepted = marks_claim_resource(resource, hash, held, token,
+									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+									&mark, &written, &version);
+	if (!accepted)
+		marks_report_stale(resource, NULL, NULL, token, mark);
+	checked_remember(resource, hash, token, written, &version);
+}
+
+/*
+ * marks_raise_for_holder
+ *		Raise the mark of resource to token, just issued to a lock holder,
+ *		in the calling transaction: from then on every older token is stale
+ *		for the resource, before the holder writes anything.
+ *
+ * MARKS_ACQUIRE_BUSY when another transaction's write of the mark
+ * outlasted deadline; MARKS_ACQUIRE_ABOVE when the mark is at or above
+ * token already (or being set above it), the token then being no newer
+ * than one the database has heard of.  On MARKS_ACQUIRE_RAISED the mark is
+ * at token and locked by this transaction, remembered as written by it, so
+ * that the holder's writes at token are answered without a lookup.
+ */
+MarksAcquireResult
+marks_raise_for_holder(const char *resource, FenceToken token,
+					   TimestampTz deadline)
+{
+	uint32		hash = checked_hash(resource);
+	MarksRel	m;
+	MarksAcquireResult result;
+	ItemPointerData version;
+
+	ItemPointerSetInvalid(&version);
+	marks_open(&m, resource, RowExclusiveLock);
+	result = marks_claim_for_holder(&m, token, deadline, &version);
+	marks_close(&m);
+	if (result != MARKS_ACQUIRE_RAISED)
+		return result;
+
+	stats_count(STATS_MARKS_RAISED);
+	CommandCounterIncrement();
+	marks_hint_put(hash, &version);
+	checked_forget(resource);
+	checked_remember(resource, hash, token, true, &version);
+	return result;
+}
+
+/*
+ * marks_read
+ *		The mark of resource as the current snapshot sees it, without a
+ *		lock; false if it has none.
+ */
+bool
+marks_read(const char *resource, FenceToken *mark)
+{
+	MarksRel	m;
+	bool		found;
+
+	marks_open(&m, resource, AccessShareLock);
+	found = marks_fetch_visible(&m, mark);
+	marks_close(&m);
+	return found;
+}
+
+/*
+ * marks_read_newest
+ *		The newest mark of resource, committed or written by a transaction
+ *		still in progress, whatever this transaction's snapshot is; without
+ *		a lock and without waiting.  False if it has none.
+ *
+ * For a floor that a new token must exceed (fenced_acquire), a snapshot's
+ * mark is not enough: under REPEATABLE READ, or in a statement that waited
+ * for a busy lock, a mark raised since the snapshot was taken is missed.
+ * A dirty snapshot sees every live version of the row, including those
+ * of writers that have not committed (and may yet abort); the highest of
+ * them is returned, as a floor can only err on the high side.
+ */
+bool
+marks_read_newest(const char *resource, FenceToken *mark)
+{
+	MarksRel	m;
+	bool		found;
+
+	marks_open(&m, resource, AccessShareLock);
+	found = marks_fetch_newest(&m, mark);
+	marks_close(&m);
+	return found;
+}
+
+/*
+ * marks_advance
+ *		Raise the mark of resource to token, never lowering it; returns
+ *		the mark.
+ */
+FenceToken
+marks_advance(const char *resource, FenceToken token)
+{
+	uint32		hash = checked_hash(resource);
+	FenceToken	mark;
+	bool		written;
+	ItemPointerData version;
+
+	(void) marks_claim_resource(resource, hash, checked_held(resource, hash),
+								token, CLAIM_ADVANCE, &mark, &written,
+								&version);
+
+	/* This transaction now holds the mark, raised to token or above it. */
+	checked_remember(resource, hash, mark, written, &version);
+	return mark;
+}
+
+/*
+ * marks_forget
+ *		Delete the mark of resource; true if it had one.
+ */
+bool
+marks_forget(const char *resource)
+{
+	MarksRel	m;
+	HeapTuple	tuple;
+	bool		found;
+
+	marks_open(&m, resource, RowExclusiveLock);
+	for (;;)
+	{
+		TM_Result	result;
+
+		found = marks_find(&m, &tuple);
+		if (!found)
+			break;
+		result = marks_delete(&m, tuple);
+		if (result == TM_Ok)
+			break;
+		marks_before_retry(&m, result);
+	}
+	marks_close(&m);
+	CommandCounterIncrement();
+
+	checked_forget(resource);
+	return found;
+}
+
+
+/* The number of decimal digits of token. */
+static int
+stale_hint_digits(FenceToken token)
+{
+	int			digits = 1;
+
+	while (token >= 10)
+	{
+		token /= 10;
+		digits++;
+	}
+	return digits;
+}
+
+/*
+ * stale_hint_token_sources
+ *		In an ereport() rejecting token as stale against mark, after its
+ *		errhint(): replace the hint when token is STALE_HINT_MIN_DIGITS or
+ *		more decimal digits shorter than the mark.  Returns 0, as errhint()
+ *		does.
+ */
+int
+stale_hint_token_sources(FenceToken token, FenceToken mark)
+{
+	int			orders = stale_hint_digits(mark) - stale_hint_digits(token);
+
+	if (orders < STALE_HINT_MIN_DIGITS)
+		return 0;
+	return errhint("Token and mark are %d orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. "
+				   "Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\").",
+				   orders);
+}

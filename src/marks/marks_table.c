@@ -1,0 +1,615 @@
+/*-------------------------------------------------------------------------
+ *
+ * marks_table.c
+ *	  The marks table, fence_high_water: finding it, checking its shape,
+ *	  and reading its rows through its primary key (the newest version of
+ *	  a resource's mark, waiting or not for writers in progress, the
+ *	  version at a remembered address, the mark a snapshot sees).  Its
+ *	  rows are written by marks_write.c.
+ *
+ * One row per resource holds its mark.  Rows are found through the
+ * primary key index, with a dirty snapshot where uncommitted versions
+ * must be seen too, and written by marks_write.c with heap_* and
+ * index_insert directly: going through SPI and the executor cost several
+ * times the write being checked (marks.c says what is written when).
+ *
+ * The table is found through the extension, not the search path, and its
+ * shape (a logged heap; its columns by name and type; a primary key on
+ * the resource, a btree under the "C" collation) is checked before it is
+ * read or written, once per relcache entry: a table altered by hand would
+ * otherwise be misread or corrupted.
+ *
+ * Access to the marks table goes around its privileges on purpose: the
+ * users whose writes are checked must not be able to write it, yet the
+ * trigger they fire raises marks.  Nothing but marks_write.c writes it.
+ *
+ * IDENTIFICATION
+ *	  src/marks/marks_table.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_opfamily.h"
+#include "catalog/pg_type.h"
+#include "core/core.h"
+#include "core/pg_compat.h"
+#include "executor/tuptable.h"
+#include "fencing_errcodes.h"
+#include "marks/marks_int.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+/* One index scan of the marks of m's resource. */
+typedef struct MarksScan
+{
+	ScanKeyData skey;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+} MarksScan;
+
+/* Begin an index scan of the versions of m's mark that snapshot sees. */
+static void
+marks_scan_begin(MarksRel *m, MarksScan *s, Snapshot snapshot)
+{
+	ScanKeyInit(&s->skey, 1, BTEqualStrategyNumber, F_TEXTEQ, m->key);
+	s->slot = table_slot_create(m->heap, NULL);
+	s->scan = fencing_index_beginscan(m->heap, m->index, snapshot, 1, 0);
+	index_rescan(s->scan, &s->skey, 1, NULL, 0);
+}
+
+/* The next version of the scan, in s->slot; false at the end. */
+static bool
+marks_scan_next(MarksScan *s)
+{
+	return index_getnext_slot(s->scan, ForwardScanDirection, s->slot);
+}
+
+static void
+marks_scan_end(MarksScan *s)
+{
+	index_endscan(s->scan);
+	ExecDropSingleTupleTableSlot(s->slot);
+}
+
+/* Whether this transaction (or one of its subtransactions) wrote tuple. */
+static bool
+marks_written_here(HeapTuple tuple)
+{
+	return TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
+}
+
+TimestampTz
+marks_moved_at(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		moved_at = heap_getattr(tuple, Anum_mark_moved_at,
+										RelationGetDescr(m->heap), &isnull);
+
+	if (isnull)
+		elog(ERROR, "high-water mark of resource \"%s\" has no time", m->resource);
+	return DatumGetTimestampTz(moved_at);
+}
+
+FenceToken
+marks_token_of(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		token = heap_getattr(tuple, Anum_mark_token,
+									 RelationGetDescr(m->heap), &isnull);
+
+	if (isnull)
+		elog(ERROR, "high-water mark of resource \"%s\" is null", m->resource);
+	return DatumGetFenceToken(token);
+}
+
+/*
+ * marks_raised_here
+ *		Whether this transaction created or raised the mark found as tuple,
+ *		as opposed to finding it at the token or only refreshing it: a
+ *		raise stamps exactly the transaction's start time.
+ */
+bool
+marks_raised_here(MarksRel *m, HeapTuple tuple)
+{
+	return marks_written_here(tuple) &&
+		marks_moved_at(m, tuple) == GetCurrentTransactionStartTimestamp();
+}
+
+/*
+ * marks_serialization_failure
+ *		Report the concurrent update of a mark under a transaction
+ *		snapshot.
+ */
+void
+marks_serialization_failure(MarksRel *m)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update of the mark of resource \"%s\"",
+					m->resource)));
+}
+
+/*
+ * Wait for transaction xid to end, polling until deadline rather than
+ * queueing on its lock, so that the wait ends when the deadline passes;
+ * false if it had not ended by then.
+ */
+static bool
+marks_wait_until(TransactionId xid, TimestampTz deadline)
+{
+	while (!FencingConditionalXactLockTableWait(xid))
+	{
+		if (GetCurrentTimestamp() >= deadline)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 MARKS_POLL_MS,
+						 fencing_wait_event(FENCING_WAIT_LOCK_BUSY));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/* Whether the version in slot carries a token above wait's. */
+static bool
+marks_slot_newer(TupleTableSlot *slot, const MarksWait *wait)
+{
+	bool		isnull;
+
+	return DatumGetFenceToken(slot_getattr(slot, Anum_mark_token, &isnull)) >
+		wait->token;
+}
+
+/*
+ * marks_look
+ *		Find the newest version of the resource's mark, with a dirty
+ *		snapshot so that uncommitted versions are seen too, and wait for
+ *		any transaction still writing it.  On MARKS_FOUND, tuple is a copy
+ *		of the row's latest committed (or our own) version.
+ *
+ * With wait given, a version another transaction is writing with a token
+ * above wait->token is reported at once (MARKS_NEWER_IN_PROGRESS, tuple
+ * its copy), without waiting for that transaction: the writer whose token
+ * it is holds the lock, and the write being checked is stale whether or
+ * not it commits.  Waiting instead could deadlock a stale writer, which
+ * locked its data row before the mark, with the new holder, whose
+ * acquisition locked the mark before its rows (doc/lock-failures.md, "Reads
+ * and the acquisition").  With wait->deadline set, a writer in progress is waited
+ * for until then only (MARKS_TIMED_OUT).  NULL wait: wait as long as it
+ * takes.
+ *
+ * Under REPEATABLE READ or SERIALIZABLE, a mark our snapshot cannot see
+ * was written by a transaction that committed after it began, which is a
+ * serialization failure as for any row updated concurrently -- unless
+ * wait->serializable is false: a raise at acquisition rejects nothing, so
+ * it may act on a mark its snapshot cannot see.  That is checked here, on
+ * the buffer's tuple while it is pinned, because the visibility check may
+ * set hint bits on it.
+ */
+MarksLook
+marks_look(MarksRel *m, const MarksWait *wait, HeapTuple *tuple)
+{
+	for (;;)
+	{
+		SnapshotData dirty;
+		MarksScan	s;
+		TransactionId wait_for = InvalidTransactionId;
+		ItemPointerData tid;
+		bool		found;
+		bool		invisible = false;
+		bool		newer = false;
+
+		InitDirtySnapshot(dirty);
+		marks_scan_begin(m, &s, &dirty);
+		found = marks_scan_next(&s);
+		if (found)
+		{
+			tid = s.slot->tts_tid;
+			wait_for = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+
+			/*
+			 * Written by a transaction in progress: the version it is
+			 * writing may come later, further down the HOT chain or under
+			 * an index entry of its own (one per raise that was not in
+			 * place), which the dirty scan goes on to return.
+			 */
+			newer = TransactionIdIsValid(dirty.xmin) && wait != NULL &&
+				marks_slot_newer(s.slot, wait);
+			while (TransactionIdIsValid(wait_for) && wait != NULL && !newer &&
+				   marks_scan_next(&s))
+				newer = TransactionIdIsValid(dirty.xmin) &&
+					marks_slot_newer(s.slot, wait);
+			if (!TransactionIdIsValid(wait_for) || newer)
+			{
+				*tuple = ExecCopySlotHeapTuple(s.slot);
+				invisible = !newer && (wait == NULL || wait->serializable) &&
+					IsolationUsesXactSnapshot() &&
+					!marks_written_here(*tuple) &&
+					!table_tuple_satisfies_snapshot(m->heap, s.slot,
+													GetActiveSnapshot());
+			}
+		}
+		marks_scan_end(&s);
+
+		if (invisible)
+			marks_serialization_failure(m);
+		if (newer)
+			return MARKS_NEWER_IN_PROGRESS;
+		if (!TransactionIdIsValid(wait_for))
+			return found ? MARKS_FOUND : MARKS_NONE;
+		if (wait == NULL || wait->deadline == 0)
+			XactLockTableWait(wait_for, m->heap, &tid, XLTW_None);
+		else if (!marks_wait_until(wait_for, wait->deadline))
+			return MARKS_TIMED_OUT;
+	}
+}
+
+/*
+ * marks_find
+ *		marks_look, waiting for writers in progress as long as it takes;
+ *		true if there is a mark.
+ */
+bool
+marks_find(MarksRel *m, HeapTuple *tuple)
+{
+	return marks_look(m, NULL, tuple) == MARKS_FOUND;
+}
+
+
+/* Whether the resource of the mark version tuple is m's. */
+static bool
+marks_key_equal(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		stored = heap_getattr(tuple, Anum_mark_resource,
+									  RelationGetDescr(m->heap), &isnull);
+	text	   *a;
+	text	   *b;
+
+	if (isnull)
+		return false;
+	a = DatumGetTextPP(stored);
+	b = DatumGetTextPP(m->key);
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/*
+ * marks_fetch
+ *		Whether the version at tid is still the newest version of the
+ *		mark of m's resource, as marks_find would find it without waiting;
+ *		if so, tuple is a copy of it.
+ *
+ * The dirty snapshot accepts exactly what the dirty index scan does on
+ * its HOT chain: a live version, committed or ours, or one that a
+ * transaction in progress inserts or deletes, which is refused here
+ * (marks_find waits for that transaction).  A version updated or deleted
+ * by anyone, an aborted one, an unused or reused line pointer all fail
+ * it, or the key comparison; then the caller looks the mark up.  tid must
+ * be within the table: the callers' addresses are of versions this
+ * transaction holds, and a truncation or rewrite of the table makes them
+ * forget every address (marks_table_init).  An address from elsewhere
+ * (anywhere) is first checked to be within the table.
+ */
+bool
+marks_fetch(MarksRel *m, ItemPointer tid, bool anywhere, HeapTuple *tuple)
+{
+	SnapshotData dirty;
+	HeapTupleData fetched;
+	Buffer		buffer;
+	bool		invisible = false;
+
+	if (anywhere && ItemPointerGetBlockNumber(tid) >= marks_nblocks(m))
+		return false;
+	InitDirtySnapshot(dirty);
+	fetched.t_self = *tid;
+	if (!heap_fetch(m->heap, &dirty, &fetched, &buffer, false))
+		return false;
+	if (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax) ||
+		!marks_key_equal(m, &fetched))
+	{
+		ReleaseBuffer(buffer);
+		return false;
+	}
+	if (IsolationUsesXactSnapshot() && !marks_written_here(&fetched))
+	{
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		invisible = !HeapTupleSatisfiesVisibility(&fetched, GetActiveSnapshot(),
+												  buffer);
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	}
+	*tuple = heap_copytuple(&fetched);
+	ReleaseBuffer(buffer);
+	if (invisible)
+		marks_serialization_failure(m);
+	return true;
+}
+
+/*
+ * marks_fetch_visible
+ *		The mark of m's resource as the active snapshot sees it; false if
+ *		it has none.
+ */
+bool
+marks_fetch_visible(MarksRel *m, FenceToken *mark)
+{
+	MarksScan	s;
+	bool		found;
+
+	marks_scan_begin(m, &s, GetActiveSnapshot());
+	found = marks_scan_next(&s);
+	if (found)
+	{
+		bool		isnull;
+
+		*mark = DatumGetFenceToken(slot_getattr(s.slot, Anum_mark_token, &isnull));
+	}
+	marks_scan_end(&s);
+	return found;
+}
+
+/*
+ * marks_fetch_newest
+ *		The highest token among the live versions of m's mark, committed
+ *		or not, without waiting; false if it has none.
+ */
+bool
+marks_fetch_newest(MarksRel *m, FenceToken *mark)
+{
+	SnapshotData dirty;
+	MarksScan	s;
+	bool		found = false;
+
+	InitDirtySnapshot(dirty);
+	marks_scan_begin(m, &s, &dirty);
+	while (marks_scan_next(&s))
+	{
+		Buffer		buffer = ((BufferHeapTupleTableSlot *) s.slot)->buffer;
+		bool		isnull;
+		FenceToken	token;
+
+		/*
+		 * A raise in place rewrites an in-progress version's token under an
+		 * exclusive lock on its buffer; read it under a share lock, so that
+		 * it is never seen half written.
+		 */
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		token = DatumGetFenceToken(slot_getattr(s.slot, Anum_mark_token, &isnull));
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+		if (!isnull && (!found || token > *mark))
+		{
+			*mark = token;
+			found = true;
+		}
+	}
+	marks_scan_end(&s);
+	return found;
+}
+
+
+#define MARKS_TABLE "fence_high_water"
+
+/*
+ * The marks table, found once per backend through the extension, and
+ * whether its shape has been checked, with the primary key checked; all
+ * forgotten when the relcache entry of the table or of that index is
+ * invalidated (DROP EXTENSION, ALTER TABLE, a catalog edited by hand).
+ */
+static Oid	marks_relid_cache = InvalidOid;
+static Oid	marks_pkey_checked = InvalidOid;
+static bool marks_shape_checked = false;
+
+/* The size of the table for marks_fetch, and when it was read. */
+static BlockNumber nblocks = 0;
+static LocalTransactionId nblocks_lxid = InvalidLocalTransactionId;
+static SubTransactionId nblocks_subid = InvalidSubTransactionId;
+
+/* What the caller of marks_table_init remembers of the table's rows. */
+static void (*marks_forget_versions) (void) = NULL;
+
+/* Forget where the marks table is when its relcache entry goes. */
+static void
+marks_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == marks_relid_cache ||
+		relid == marks_pkey_checked)
+	{
+		marks_relid_cache = InvalidOid;
+		marks_pkey_checked = InvalidOid;
+		marks_shape_checked = false;
+		nblocks_lxid = InvalidLocalTransactionId;
+
+		/*
+		 * The table may have been truncated or rewritten: a remembered
+		 * version's address may now hold another row.
+		 */
+		marks_forget_versions();
+	}
+}
+
+/*
+ * marks_table_init
+ *		Register the cache invalidation; forget_versions is called when
+ *		remembered addresses of rows may have become wrong.
+ */
+void
+marks_table_init(void (*forget_versions) (void))
+{
+	marks_forget_versions = forget_versions;
+	CacheRegisterRelcacheCallback(marks_relcache_callback, (Datum) 0);
+}
+
+/*
+ * marks_relid
+ *		The marks table of the installed extension, wherever its schema is.
+ *		Looked up on first use and after an invalidation of the table, as
+ *		pg_cron finds its job table.
+ */
+Oid
+marks_relid(void)
+{
+	if (!OidIsValid(marks_relid_cache))
+		marks_relid_cache = extension_table(extension_schema(), MARKS_TABLE);
+	return marks_relid_cache;
+}
+
+/* Refuse a marks table whose column attnum is not named name of type typid. */
+static void
+marks_check_column(Relation heap, AttrNumber attnum, const char *name,
+				   Oid typid)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(heap), attnum - 1);
+
+	if (att->attisdropped || strcmp(NameStr(att->attname), name) != 0 ||
+		att->atttypid != typid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
+				 errdetail("Column %d must be \"%s\" of type %s.",
+						   attnum, name, format_type_be(typid)),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+}
+
+/* Refuse a marks table whose primary key is not what the scans expect. */
+static void
+marks_refuse_key(const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+			 errmsg("table \"%s\" has an unexpected primary key", MARKS_TABLE),
+			 errdetail("%s", detail),
+			 errhint("Restore the primary key as the extension's script creates it: PRIMARY KEY (resource), the column of collation \"C\".")));
+}
+
+/*
+ * Check that the marks table is what this file reads and writes with
+ * heap_* calls: a logged heap, its three columns by name and type, and a
+ * primary key that is a btree on the resource alone, under the "C"
+ * collation and the default text operators, as the scans' F_TEXTEQ key
+ * assumes.  An unlogged table would be emptied by a crash, and every
+ * stale token accepted again.
+ */
+static void
+marks_check_shape(Relation heap, Relation index)
+{
+	Oid			token_type;
+
+	if (heap->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" is not a heap table", MARKS_TABLE),
+				 errhint("Run ALTER TABLE %s SET ACCESS METHOD heap.",
+						 MARKS_TABLE)));
+	if (heap->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" is not logged", MARKS_TABLE),
+				 errdetail("A crash would empty it, and every stale token would be accepted again."),
+				 errhint("Run ALTER TABLE %s SET LOGGED.", MARKS_TABLE)));
+	if (RelationGetDescr(heap)->natts != Natts_mark)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
+				 errdetail("It must have exactly %d columns.", Natts_mark),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+	token_type = fence_token_type(RelationGetNamespace(heap));
+	marks_check_column(heap, Anum_mark_resource, "resource", TEXTOID);
+	marks_check_column(heap, Anum_mark_token, "token", token_type);
+	marks_check_column(heap, Anum_mark_moved_at, "moved_at", TIMESTAMPTZOID);
+
+	if (index->rd_rel->relam != BTREE_AM_OID)
+		marks_refuse_key("It must be a btree index.");
+	if (index->rd_index->indnatts != 1 ||
+		index->rd_index->indkey.values[0] != Anum_mark_resource)
+		marks_refuse_key("It must be on column \"resource\" alone.");
+	if (index->rd_indcollation[0] != C_COLLATION_OID ||
+		index->rd_opfamily[0] != TEXT_BTREE_FAM_OID)
+		marks_refuse_key("It must compare resources under collation \"C\" with the default text operators.");
+}
+
+/*
+ * The primary key of the marks table, refused if it has none; found
+ * through the open table, whose relcache entry is kept current by its
+ * lock.
+ */
+static Oid
+marks_primary_key(Relation heap)
+{
+	Oid			pk = fencing_primary_key_index(heap);
+
+	if (!OidIsValid(pk))
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+				 errmsg("table \"%s\" has no primary key", MARKS_TABLE),
+				 errhint("Reinstall the extension, or restore the table as the extension's script creates it.")));
+	return pk;
+}
+
+/*
+ * marks_open
+ *		Open the marks table and its primary key index.  Locks are kept to
+ *		the end of the transaction, as for any table written.
+ */
+void
+marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode)
+{
+	m->heap = table_open(marks_relid(), lockmode);
+	m->index = index_open(marks_primary_key(m->heap), lockmode);
+	if (!marks_shape_checked)
+	{
+		marks_check_shape(m->heap, m->index);
+		marks_pkey_checked = RelationGetRelid(m->index);
+		marks_shape_checked = true;
+	}
+	m->resource = resource;
+	m->key = CStringGetTextDatum(resource);
+}
+
+void
+marks_close(MarksRel *m)
+{
+	index_close(m->index, NoLock);
+	table_close(m->heap, NoLock);
+}
+
+/*
+ * The size of the marks table, in blocks, at least as known to this
+ * subtransaction.  The table cannot shrink while we hold a lock on it:
+ * VACUUM truncates it under an exclusive lock.  Our lock is held from
+ * marks_open to the end of the subtransaction that took it, or of its
+ * parent if it commits: so the size read once in a subtransaction stays
+ * a bound in it, and a version beyond it (the table grew) is simply not
+ * taken.  TRUNCATE, by our own transaction, gives the table a new file
+ * and its relcache entry an invalidation, which forgets the size.
+ */
+BlockNumber
+marks_nblocks(MarksRel *m)
+{
+	if (nblocks_lxid != FencingLocalTransactionId() ||
+		nblocks_subid != GetCurrentSubTransactionId())
+	{
+		nblocks = RelationGetNumberOfBlocks(m->heap);
+		nblocks_lxid = FencingLocalTransactionId();
+		nblocks_subid = GetCurrentSubTransactionId();
+	}
+	return nblocks;
+}
