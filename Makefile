@@ -27,6 +27,7 @@ OBJS = \
 	src/lock/lock_settings.o \
 	src/marks/marks.o \
 	src/marks/marks_cache.o \
+	src/marks/marks_held.o \
 	src/marks/marks_sql.o \
 	src/marks/marks_table.o \
 	src/marks/marks_write.o \

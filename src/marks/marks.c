@@ -9,8 +9,7 @@
  * A write with token T to resource R finds the newest version of R's row
  * and
  *
- * - if the mark is below T, updates it to T (in place, when the current
- *   subtransaction created that version: see marks_raise);
+ * - if the mark is below T, updates it to T;
  * - if it is at or above T, locks it (FOR NO KEY UPDATE) and compares;
  * - if there is none, inserts it.
  *
@@ -20,22 +19,26 @@
  * the raise back with it.  This is what INSERT ... ON CONFLICT DO UPDATE
  * ... WHERE mark < T does.  As ON CONFLICT does, a mark moved by a
  * transaction that our REPEATABLE READ or SERIALIZABLE snapshot cannot
- * see is a serialization failure.
+ * see is a serialization failure.  Two first writes to one resource must
+ * not both insert: before inserting, a writer takes a heavyweight lock on
+ * the resource name's hash and looks again, holding the lock until its
+ * row is in the index, where the second writer's look finds it and waits
+ * for the first to commit.
  *
- * Two first writes to one resource must not both insert: before inserting,
- * a writer takes a heavyweight lock on the resource name's hash and looks
- * again, holding the lock until its row is in the index, where the second
- * writer's look finds it and waits for the first to commit.
- *
- * Once a transaction has checked and locked a resource at token T, later
- * rows of that resource with token T cannot fail (nobody else can move the
- * mark while we hold the lock), so the per-transaction cache (marks_cache.c)
- * answers them without a lookup; it also remembers the live version of
- * each mark held, per subtransaction level, from which a raise goes
- * without a lookup.  A first write in a transaction tries the address the
- * shared hint table (marks_cache.c) last recorded.  Such an address is
- * taken only after marks_fetch has checked that it still holds the mark's
- * newest version, as the index would find it; else the mark is looked up.
+ * A transaction writes each mark at most twice.  Once it has created a
+ * version of the mark (inserted or raised it), no one else can write the
+ * row before it ends, so later raises are kept in memory (marks_held.c),
+ * per subtransaction level, undone with a rollback of the level, and the
+ * last one is written at pre-commit, after the deferred triggers, or at
+ * PREPARE TRANSACTION.  The transaction's own fence_mark() and checks
+ * answer from memory; others see the first write in progress, a lower
+ * bound of the mark, and wait for the row lock as before.  An acquisition's
+ * raise is always written (marks_raise_for_holder).  Writes of a mark this
+ * transaction holds at its token are answered from memory too.  A first
+ * write in a transaction tries the address the shared hint table
+ * (marks_cache.c) last recorded, taken only after marks_fetch has checked
+ * that it still holds the mark's newest version; else the mark is looked
+ * up.
  *
  * moved_at says when a mark was created or last raised, and also, to
  * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
@@ -67,6 +70,7 @@
 #include "marks/marks_int.h"
 #include "miscadmin.h"
 #include "stats/stats.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /*
@@ -83,26 +87,39 @@ typedef enum ClaimMode
 	CLAIM_ADVANCE				/* raise to the token, never reject */
 } ClaimMode;
 
+/* What marks_claim found and did. */
+typedef struct MarksClaim
+{
+	FenceToken	mark;			/* the mark, as this transaction holds it */
+	bool		written;		/* set by this transaction, not found */
+	bool		own;			/* version created by this transaction */
+	FenceToken	stored;			/* the token stored in version */
+	ItemPointerData version;	/* the live version, ours or locked */
+} MarksClaim;
+
+static void marks_xact_callback(XactEvent event, void *arg);
+
 /*
  * marks_at_xact_end
- *		Forget what this transaction checked and held (marks_cache.c);
+ *		Forget what this transaction checked and held (marks_held.c);
  *		called when a transaction ends, whichever way.
  */
 void
 marks_at_xact_end(void)
 {
-	marks_cache_at_xact_end();
+	marks_held_at_xact_end();
 }
 
 /*
  * marks_init
- *		Register the cache's callbacks and the hint table; called from
- *		_PG_init.
+ *		Register the callbacks of the marks held and the hint table;
+ *		called from _PG_init.
  */
 void
 marks_init(void)
 {
-	marks_cache_init();
+	RegisterXactCallback(marks_xact_callback, NULL);
+	marks_held_init();
 	marks_hint_init();
 }
 
@@ -112,24 +129,24 @@ marks_init(void)
  *
  * Returns true when the write is accepted, with the mark at token and
  * locked by this transaction; false when the mark is above token (or
- * equal, in strict mode), with *mark set and the row still locked.
- * *written says whether this transaction set the mark it found or made;
- * *version is the live version of the mark, which this transaction
- * created or locked.
+ * equal, in strict mode), with c->mark set and the row still locked.  c
+ * says what the transaction now holds: whether it set the mark, whether it
+ * created the live version (which no one else can then write before it
+ * ends), the token stored there.  With in_memory, a raise of a version
+ * this transaction created is not written but left in c, for the caller to
+ * keep in memory (marks_held.c) and write at pre-commit.
  *
  * One loop, as execReplication.c's RelationFindReplTupleByIndex: look
  * (waiting for writers in progress), act on what was found, and look
  * again if the row changed in between.  The first look goes straight to
  * hint, when valid, the live version this transaction last knew of: if it
- * still is, the index lookup is saved, whose dirty scan would walk every
- * version this transaction made (one per subtransaction that raised the
- * mark) before reaching it; if not, the mark is looked up.  A hint from
- * the shared table (hint_shared, marks_cache.c) may point anywhere.
+ * still is, the index lookup is saved; if not, the mark is looked up.  A
+ * hint from the shared table (hint_shared, marks_cache.c) may point
+ * anywhere.
  */
 static bool
 marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
-			bool hint_shared, FenceToken *mark, bool *written,
-			ItemPointer version)
+			bool hint_shared, bool in_memory, MarksClaim *c)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -150,9 +167,9 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 		{
 			/* Stale, whatever the writer in progress does: see marks_look. */
 			marks_insert_unlock(&insert_lock);
-			*mark = marks_token_of(m, tuple);
-			*written = false;
-			ItemPointerSetInvalid(version);
+			c->mark = marks_token_of(m, tuple);
+			c->written = c->own = false;
+			ItemPointerSetInvalid(&c->version);
 			return false;
 		}
 		if (look == MARKS_NONE)
@@ -160,49 +177,63 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 			/* No mark yet: lock out other first inserters, and look again. */
 			if (marks_insert_lock(m, &insert_lock))
 				continue;
-			marks_insert(m, token, version);
+			marks_insert(m, token, &c->version);
 			marks_insert_unlock(&insert_lock);
-			*mark = token;
-			*written = true;
+			c->mark = c->stored = token;
+			c->written = c->own = true;
 			stats_count(STATS_MARKS_RAISED);
 			break;
 		}
 		marks_insert_unlock(&insert_lock);
 
-		*mark = marks_token_of(m, tuple);
-		if (*mark < token)
+		c->stored = marks_token_of(m, tuple);
+		c->own = marks_written_here(tuple);
+		c->version = tuple->t_self;
+		if (c->stored < token && c->own && in_memory)
+		{
+			/* Ours already, and locked by that: raised in memory. */
+			c->mark = token;
+			c->written = true;
+			stats_count(STATS_MARKS_RAISED);
+			break;
+		}
+		if (c->stored < token)
 		{
 			result = marks_raise(m, tuple, token,
-								 GetCurrentTransactionStartTimestamp(), version);
+								 GetCurrentTransactionStartTimestamp(),
+								 &c->version);
 			if (result == TM_Ok)
 			{
-				*mark = token;
-				*written = true;
+				c->mark = c->stored = token;
+				c->written = c->own = true;
 				stats_count(STATS_MARKS_RAISED);
 				break;
 			}
 		}
-		else if (mode == CLAIM_CHECK && *mark == token &&
+		else if (mode == CLAIM_CHECK && c->stored == token && !c->own &&
 				 marks_moved_at(m, tuple) <
 				 GetCurrentTransactionStartTimestamp() - MARK_REFRESH_INTERVAL)
 		{
 			/* A write at the mark's token: refresh it, which locks it too. */
 			result = marks_raise(m, tuple, token,
 								 GetCurrentTransactionStartTimestamp() - 1,
-								 version);
+								 &c->version);
 			if (result == TM_Ok)
 			{
-				*written = false;
+				c->mark = token;
+				c->written = false;
+				c->own = true;
 				break;
 			}
 		}
 		else
 		{
-			result = marks_lock(m, tuple);
+			/* A version of ours is locked by us already. */
+			result = c->own ? TM_Ok : marks_lock(m, tuple);
 			if (result == TM_Ok)
 			{
-				*written = marks_raised_here(m, tuple);
-				*version = tuple->t_self;
+				c->mark = c->stored;
+				c->written = marks_raised_here(m, tuple);
 				break;
 			}
 		}
@@ -217,7 +248,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 	 * token, but not the transaction that set it, which may write many
 	 * rows with it.
 	 */
-	return *mark == token && (mode != CLAIM_CHECK_STRICT || *written);
+	return c->mark == token && (mode != CLAIM_CHECK_STRICT || c->written);
 }
 
 /*
@@ -227,7 +258,8 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
  *
  * The loop of marks_claim, with a bounded wait for writers in progress
  * and without serialization failures: the raise rejects nothing, so it
- * may act on the newest version whatever the snapshot sees.
+ * may act on the newest version whatever the snapshot sees.  The raise is
+ * always written, also over a version this transaction created.
  */
 static MarksAcquireResult
 marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
@@ -274,8 +306,8 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
  */
 static bool
 marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
-					 FenceToken token, ClaimMode mode, FenceToken *mark,
-					 bool *written, ItemPointer version)
+					 FenceToken token, ClaimMode mode, bool in_memory,
+					 MarksClaim *c)
 {
 	MarksRel	m;
 	ItemPointerData hint;
@@ -286,11 +318,88 @@ marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 	else if (!marks_hint_get(hash, &hint))
 		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
-	accepted = marks_claim(&m, token, mode, &hint, held == NULL, mark,
-						   written, version);
+	accepted = marks_claim(&m, token, mode, &hint, held == NULL, in_memory, c);
 	marks_close(&m);
-	marks_hint_put(hash, version);
+	marks_hint_put(hash, &c->version);
 	return accepted;
+}
+
+/* Remember what this transaction holds of the mark of resource after c. */
+static void
+marks_remember(const char *resource, uint32 hash, const MarksClaim *c)
+{
+	CheckedLevel level = {0};
+
+	level.written = c->written;
+	level.own = c->own;
+	level.token = c->mark;
+	level.stored = c->stored;
+	level.version = c->version;
+	checked_remember(resource, hash, &level);
+}
+
+/*
+ * Raise the mark held to token, above its token, in memory: the version
+ * this transaction created stays locked by it until it ends, and the raise
+ * is written at pre-commit (marks_pre_commit), or undone in memory by a
+ * rollback of the subtransaction.
+ */
+static void
+marks_raise_in_memory(const char *resource, uint32 hash,
+					  const CheckedLevel *held, FenceToken token)
+{
+	CheckedLevel raised = *held;
+
+	raised.token = token;
+	raised.written = true;
+	checked_remember(resource, hash, &raised);
+	stats_count(STATS_MARKS_RAISED);
+}
+
+/* Whether marks_store has taken a snapshot for this pre-commit's writes. */
+static bool store_snapshot = false;
+
+/*
+ * Write the raise in memory of the mark of resource, held as level, to its
+ * version (or, if a statement of this transaction deleted that version by
+ * hand, to a new one), and record that it is stored.
+ */
+static void
+marks_store(const char *resource, CheckedLevel *level)
+{
+	MarksRel	m;
+	MarksClaim	c;
+
+	if (!store_snapshot)
+	{
+		/* What the last command wrote must be visible to the update. */
+		CommandCounterIncrement();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		store_snapshot = true;
+	}
+	marks_open(&m, resource, RowExclusiveLock);
+	(void) marks_claim(&m, level->token, CLAIM_ADVANCE, &level->version,
+					   false, false, &c);
+	marks_close(&m);
+	level->stored = c.mark;
+	level->version = c.version;
+}
+
+/*
+ * Write every raise this transaction kept in memory, once its deferred
+ * triggers have run: at pre-commit, and at PREPARE TRANSACTION, after
+ * which COMMIT PREPARED writes nothing more.
+ */
+static void
+marks_xact_callback(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE)
+		return;
+	store_snapshot = false;
+	marks_held_flush(marks_store);
+	if (store_snapshot)
+		PopActiveSnapshot();
+	store_snapshot = false;
 }
 
 /*
@@ -342,17 +451,15 @@ marks_report_stale(const char *resource, const char *table,
  *
  * On return the mark is at token and locked by this transaction.  With
  * strict, a token equal to a mark left by another transaction is stale
- * too.
+ * too.  A mark this transaction holds is answered from memory: it is
+ * locked, so no one else can have moved it.
  */
 void
 marks_check(const char *resource, FenceToken token, bool strict)
 {
 	uint32		hash = checked_hash(resource);
 	CheckedLevel *held = checked_held(resource, hash);
-	FenceToken	mark;
-	bool		written;
-	bool		accepted;
-	ItemPointerData version;
+	MarksClaim	c;
 
 	if (held != NULL)
 	{
@@ -363,16 +470,11 @@ marks_check(const char *resource, FenceToken token, bool strict)
 		 */
 		if (held->token == token && (held->written || !strict))
 			return;
-
-		/* A raise of a version this subtransaction created needs no lookup. */
-		if (token > held->token && ItemPointerIsValid(&held->version) &&
-			held->subid == GetCurrentSubTransactionId() &&
-			marks_raise_held(resource, &held->version, token,
-							 GetCurrentTransactionStartTimestamp()))
+		if (token <= held->token)
+			marks_report_stale(resource, NULL, NULL, token, held->token);
+		if (held->own)
 		{
-			held->token = token;
-			held->written = true;
-			stats_count(STATS_MARKS_RAISED);
+			marks_raise_in_memory(resource, hash, held, token);
 			return;
 		}
 	}
@@ -380,12 +482,11 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	/* A temporary table is writable in a read-only transaction; marks are not. */
 	PreventCommandIfReadOnly("fence_guard()");
 
-	accepted = marks_claim_resource(resource, hash, held, token,
-									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-									&mark, &written, &version);
-	if (!accepted)
-		marks_report_stale(resource, NULL, NULL, token, mark);
-	checked_remember(resource, hash, token, written, &version);
+	if (!marks_claim_resource(resource, hash, held, token,
+							  strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+							  true, &c))
+		marks_report_stale(resource, NULL, NULL, token, c.mark);
+	marks_remember(resource, hash, &c);
 }
 
 /*
@@ -396,9 +497,11 @@ marks_check(const char *resource, FenceToken token, bool strict)
  *
  * MARKS_ACQUIRE_BUSY when another transaction's write of the mark
  * outlasted deadline; MARKS_ACQUIRE_ABOVE when the mark is at or above
- * token already (or being set above it), the token then being no newer
- * than one the database has heard of.  On MARKS_ACQUIRE_RAISED the mark is
- * at token and locked by this transaction, remembered as written by it, so
+ * token already (or being set above it, by this transaction too), the
+ * token then being no newer than one the database has heard of.  On
+ * MARKS_ACQUIRE_RAISED the mark is at token, written (an acquisition's
+ * raise is never kept in memory only: other transactions see it in
+ * progress) and locked by this transaction, remembered as set by it, so
  * that the holder's writes at token are answered without a lookup.
  */
 MarksAcquireResult
@@ -406,36 +509,47 @@ marks_raise_for_holder(const char *resource, FenceToken token,
 					   TimestampTz deadline)
 {
 	uint32		hash = checked_hash(resource);
+	CheckedLevel *held = checked_held(resource, hash);
 	MarksRel	m;
 	MarksAcquireResult result;
-	ItemPointerData version;
+	MarksClaim	c = {0};
 
-	ItemPointerSetInvalid(&version);
+	if (held != NULL && held->token >= token)
+		return MARKS_ACQUIRE_ABOVE;
+	ItemPointerSetInvalid(&c.version);
 	marks_open(&m, resource, RowExclusiveLock);
-	result = marks_claim_for_holder(&m, token, deadline, &version);
+	result = marks_claim_for_holder(&m, token, deadline, &c.version);
 	marks_close(&m);
 	if (result != MARKS_ACQUIRE_RAISED)
 		return result;
 
 	stats_count(STATS_MARKS_RAISED);
 	CommandCounterIncrement();
-	marks_hint_put(hash, &version);
-	checked_forget(resource);
-	checked_remember(resource, hash, token, true, &version);
+	marks_hint_put(hash, &c.version);
+	c.mark = c.stored = token;
+	c.written = c.own = true;
+	marks_remember(resource, hash, &c);
 	return result;
 }
 
 /*
  * marks_read
  *		The mark of resource as the current snapshot sees it, without a
- *		lock; false if it has none.
+ *		lock; false if it has none.  A mark this transaction holds is what
+ *		it holds, raises kept in memory included.
  */
 bool
 marks_read(const char *resource, FenceToken *mark)
 {
+	CheckedLevel *held = checked_held(resource, checked_hash(resource));
 	MarksRel	m;
 	bool		found;
 
+	if (held != NULL)
+	{
+		*mark = held->token;
+		return true;
+	}
 	marks_open(&m, resource, AccessShareLock);
 	found = marks_fetch_visible(&m, mark);
 	marks_close(&m);
@@ -453,14 +567,24 @@ marks_read(const char *resource, FenceToken *mark)
  * for a busy lock, a mark raised since the snapshot was taken is missed.
  * A dirty snapshot sees every live version of the row, including those
  * of writers that have not committed (and may yet abort); the highest of
- * them is returned, as a floor can only err on the high side.
+ * them is returned, as a floor can only err on the high side.  Another
+ * transaction in progress may hold the mark higher in memory than the
+ * version it wrote (marks_check): the floor is then a lower bound, as it
+ * is anyway for a transaction yet to raise the mark.  This transaction's
+ * own raises in memory are counted.
  */
 bool
 marks_read_newest(const char *resource, FenceToken *mark)
 {
+	CheckedLevel *held = checked_held(resource, checked_hash(resource));
 	MarksRel	m;
 	bool		found;
 
+	if (held != NULL)
+	{
+		*mark = held->token;
+		return true;
+	}
 	marks_open(&m, resource, AccessShareLock);
 	found = marks_fetch_newest(&m, mark);
 	marks_close(&m);
@@ -470,28 +594,36 @@ marks_read_newest(const char *resource, FenceToken *mark)
 /*
  * marks_advance
  *		Raise the mark of resource to token, never lowering it; returns
- *		the mark.
+ *		the mark.  Kept in memory, as marks_check's raises, when this
+ *		transaction created the mark's version.
  */
 FenceToken
 marks_advance(const char *resource, FenceToken token)
 {
 	uint32		hash = checked_hash(resource);
-	FenceToken	mark;
-	bool		written;
-	ItemPointerData version;
+	CheckedLevel *held = checked_held(resource, hash);
+	MarksClaim	c;
 
-	(void) marks_claim_resource(resource, hash, checked_held(resource, hash),
-								token, CLAIM_ADVANCE, &mark, &written,
-								&version);
+	if (held != NULL && held->token >= token)
+		return held->token;
+	if (held != NULL && held->own)
+	{
+		marks_raise_in_memory(resource, hash, held, token);
+		return token;
+	}
+	(void) marks_claim_resource(resource, hash, held, token, CLAIM_ADVANCE,
+								true, &c);
 
 	/* This transaction now holds the mark, raised to token or above it. */
-	checked_remember(resource, hash, mark, written, &version);
-	return mark;
+	marks_remember(resource, hash, &c);
+	return c.mark;
 }
 
 /*
  * marks_forget
- *		Delete the mark of resource; true if it had one.
+ *		Delete the mark of resource; true if it had one.  A raise this
+ *		transaction kept in memory goes with it, unless the subtransaction
+ *		rolls back.
  */
 bool
 marks_forget(const char *resource)
@@ -519,7 +651,6 @@ marks_forget(const char *resource)
 	checked_forget(resource);
 	return found;
 }
-
 
 /* The number of decimal digits of token. */
 static int
