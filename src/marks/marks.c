@@ -84,7 +84,8 @@ typedef enum ClaimMode
 {
 	CLAIM_CHECK,				/* raise to the token, or reject if above */
 	CLAIM_CHECK_STRICT,			/* the same, rejecting an equal mark too */
-	CLAIM_ADVANCE				/* raise to the token, never reject */
+	CLAIM_ADVANCE,				/* raise to the token, never reject */
+	CLAIM_STORE					/* the same, writing a raise kept in memory */
 } ClaimMode;
 
 /* What marks_claim found and did. */
@@ -132,9 +133,9 @@ marks_init(void)
  * equal, in strict mode), with c->mark set and the row still locked.  c
  * says what the transaction now holds: whether it set the mark, whether it
  * created the live version (which no one else can then write before it
- * ends), the token stored there.  With in_memory, a raise of a version
- * this transaction created is not written but left in c, for the caller to
- * keep in memory (marks_held.c) and write at pre-commit.
+ * ends), the token stored there.  A raise of a version this transaction
+ * created is not written but left in c, for the caller to keep in memory
+ * (marks_held.c), except by CLAIM_STORE, which writes it at pre-commit.
  *
  * One loop, as execReplication.c's RelationFindReplTupleByIndex: look
  * (waiting for writers in progress), act on what was found, and look
@@ -146,7 +147,7 @@ marks_init(void)
  */
 static bool
 marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
-			bool hint_shared, bool in_memory, MarksClaim *c)
+			bool hint_shared, MarksClaim *c)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -161,7 +162,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 			marks_fetch(m, hint, hint_shared, &tuple))
 			look = MARKS_FOUND;
 		else
-			look = marks_look(m, mode == CLAIM_ADVANCE ? NULL : &wait, &tuple);
+			look = marks_look(m, mode >= CLAIM_ADVANCE ? NULL : &wait, &tuple);
 		hint = NULL;
 		if (look == MARKS_NEWER_IN_PROGRESS)
 		{
@@ -181,7 +182,8 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 			marks_insert_unlock(&insert_lock);
 			c->mark = c->stored = token;
 			c->written = c->own = true;
-			stats_count(STATS_MARKS_RAISED);
+			if (mode != CLAIM_STORE)
+				stats_count(STATS_MARKS_RAISED);
 			break;
 		}
 		marks_insert_unlock(&insert_lock);
@@ -189,7 +191,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 		c->stored = marks_token_of(m, tuple);
 		c->own = marks_written_here(tuple);
 		c->version = tuple->t_self;
-		if (c->stored < token && c->own && in_memory)
+		if (c->stored < token && c->own && mode != CLAIM_STORE)
 		{
 			/* Ours already, and locked by that: raised in memory. */
 			c->mark = token;
@@ -206,7 +208,8 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 			{
 				c->mark = c->stored = token;
 				c->written = c->own = true;
-				stats_count(STATS_MARKS_RAISED);
+				if (mode != CLAIM_STORE)
+					stats_count(STATS_MARKS_RAISED);
 				break;
 			}
 		}
@@ -306,8 +309,7 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
  */
 static bool
 marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
-					 FenceToken token, ClaimMode mode, bool in_memory,
-					 MarksClaim *c)
+					 FenceToken token, ClaimMode mode, MarksClaim *c)
 {
 	MarksRel	m;
 	ItemPointerData hint;
@@ -318,7 +320,7 @@ marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 	else if (!marks_hint_get(hash, &hint))
 		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
-	accepted = marks_claim(&m, token, mode, &hint, held == NULL, in_memory, c);
+	accepted = marks_claim(&m, token, mode, &hint, held == NULL, c);
 	marks_close(&m);
 	marks_hint_put(hash, &c->version);
 	return accepted;
@@ -378,8 +380,8 @@ marks_store(const char *resource, CheckedLevel *level)
 		store_snapshot = true;
 	}
 	marks_open(&m, resource, RowExclusiveLock);
-	(void) marks_claim(&m, level->token, CLAIM_ADVANCE, &level->version,
-					   false, false, &c);
+	(void) marks_claim(&m, level->token, CLAIM_STORE, &level->version,
+					   false, &c);
 	marks_close(&m);
 	level->stored = c.mark;
 	level->version = c.version;
@@ -483,8 +485,7 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	PreventCommandIfReadOnly("fence_guard()");
 
 	if (!marks_claim_resource(resource, hash, held, token,
-							  strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-							  true, &c))
+							  strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK, &c))
 		marks_report_stale(resource, NULL, NULL, token, c.mark);
 	marks_remember(resource, hash, &c);
 }
@@ -612,7 +613,7 @@ marks_advance(const char *resource, FenceToken token)
 		return token;
 	}
 	(void) marks_claim_resource(resource, hash, held, token, CLAIM_ADVANCE,
-								true, &c);
+								&c);
 
 	/* This transaction now holds the mark, raised to token or above it. */
 	marks_remember(resource, hash, &c);
