@@ -26,19 +26,14 @@
  * for the first to commit.
  *
  * A transaction writes each mark at most twice.  Once it has created a
- * version of the mark (inserted or raised it), no one else can write the
- * row before it ends, so later raises are kept in memory (marks_held.c),
- * per subtransaction level, undone with a rollback of the level, and the
- * last one is written at pre-commit, after the deferred triggers, or at
- * PREPARE TRANSACTION.  The transaction's own fence_mark() and checks
- * answer from memory; others see the first write in progress, a lower
- * bound of the mark, and wait for the row lock as before.  An acquisition's
- * raise is always written (marks_raise_for_holder).  Writes of a mark this
- * transaction holds at its token are answered from memory too.  A first
- * write in a transaction tries the address the shared hint table
- * (marks_cache.c) last recorded, taken only after marks_fetch has checked
- * that it still holds the mark's newest version; else the mark is looked
- * up.
+ * version of the mark, no one else can write the row before it ends, so
+ * later raises are kept in memory per subtransaction level (marks_held.c)
+ * and the last is written at pre-commit, after the deferred triggers, or
+ * at PREPARE.  Its own checks and reads answer from memory; others see the
+ * version written, a lower bound, and wait for the row lock as before.  An
+ * acquisition's raise is always written.  A first write in a transaction
+ * tries the address the shared hint table (marks_cache.c) last recorded,
+ * taken only once marks_fetch has checked it; else the mark is looked up.
  *
  * moved_at says when a mark was created or last raised, and also, to
  * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
@@ -100,6 +95,9 @@ typedef struct MarksClaim
 
 static void marks_xact_callback(XactEvent event, void *arg);
 
+/* The pre-commit writes of raises kept in memory are done (see below). */
+static bool stored_all = false;
+
 /*
  * marks_at_xact_end
  *		Forget what this transaction checked and held (marks_held.c);
@@ -109,6 +107,7 @@ void
 marks_at_xact_end(void)
 {
 	marks_held_at_xact_end();
+	stored_all = false;
 }
 
 /*
@@ -191,7 +190,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 		c->stored = marks_token_of(m, tuple);
 		c->own = marks_written_here(tuple);
 		c->version = tuple->t_self;
-		if (c->stored < token && c->own && mode != CLAIM_STORE)
+		if (c->stored < token && c->own && mode != CLAIM_STORE && !stored_all)
 		{
 			/* Ours already, and locked by that: raised in memory. */
 			c->mark = token;
@@ -341,9 +340,18 @@ marks_remember(const char *resource, uint32 hash, const MarksClaim *c)
 }
 
 /*
+ * Whether marks_store has taken a snapshot for this pre-commit's writes.
+ * Once they are done (stored_all), a raise by a later pre-commit callback
+ * is written at once.
+ */
+static bool store_snapshot = false;
+
+static void marks_store(const char *resource, CheckedLevel *level);
+
+/*
  * Raise the mark held to token, above its token, in memory: the version
  * this transaction created stays locked by it until it ends, and the raise
- * is written at pre-commit (marks_pre_commit), or undone in memory by a
+ * is written at pre-commit (marks_xact_callback), or undone in memory by a
  * rollback of the subtransaction.
  */
 static void
@@ -354,17 +362,19 @@ marks_raise_in_memory(const char *resource, uint32 hash,
 
 	raised.token = token;
 	raised.written = true;
+	if (stored_all)
+	{
+		marks_store(resource, &raised);
+		PopActiveSnapshot();
+		store_snapshot = false;
+	}
 	checked_remember(resource, hash, &raised);
 	stats_count(STATS_MARKS_RAISED);
 }
 
-/* Whether marks_store has taken a snapshot for this pre-commit's writes. */
-static bool store_snapshot = false;
-
 /*
  * Write the raise in memory of the mark of resource, held as level, to its
- * version (or, if a statement of this transaction deleted that version by
- * hand, to a new one), and record that it is stored.
+ * version (a new one if a statement deleted that by hand), as stored.
  */
 static void
 marks_store(const char *resource, CheckedLevel *level)
@@ -402,6 +412,7 @@ marks_xact_callback(XactEvent event, void *arg)
 	if (store_snapshot)
 		PopActiveSnapshot();
 	store_snapshot = false;
+	stored_all = true;
 }
 
 /*
