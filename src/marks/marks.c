@@ -60,6 +60,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/extension.h"
 #include "fencing_errcodes.h"
 #include "marks/marks.h"
 #include "marks/marks_int.h"
@@ -245,11 +246,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 	/* Later lookups in this transaction must see what we wrote or locked. */
 	CommandCounterIncrement();
 
-	/*
-	 * In strict mode an equal mark fences out every other holder of that
-	 * token, but not the transaction that set it, which may write many
-	 * rows with it.
-	 */
+	/* Strict mode accepts an equal mark from the transaction that set it. */
 	return c->mark == token && (mode != CLAIM_CHECK_STRICT || c->written);
 }
 
@@ -340,11 +337,12 @@ marks_remember(const char *resource, uint32 hash, const MarksClaim *c)
 }
 
 /*
- * Whether marks_store has taken a snapshot for this pre-commit's writes.
- * Once they are done (stored_all), a raise by a later pre-commit callback
- * is written at once.
+ * Whether marks_store has taken a snapshot for this pre-commit's writes,
+ * and found the extension dropped.  Once they are done (stored_all), a
+ * raise by a later pre-commit callback is written at once.
  */
 static bool store_snapshot = false;
+static bool store_gone = false;
 
 static void marks_store(const char *resource, CheckedLevel *level);
 
@@ -388,7 +386,11 @@ marks_store(const char *resource, CheckedLevel *level)
 		CommandCounterIncrement();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		store_snapshot = true;
+		/* Dropped with the extension by this transaction: nothing to keep. */
+		store_gone = !OidIsValid(get_extension_oid("fencing", true));
 	}
+	if (store_gone)
+		return;
 	marks_open(&m, resource, RowExclusiveLock);
 	(void) marks_claim(&m, level->token, CLAIM_STORE, &level->version,
 					   false, &c);
@@ -511,10 +513,9 @@ marks_check(const char *resource, FenceToken token, bool strict)
  * outlasted deadline; MARKS_ACQUIRE_ABOVE when the mark is at or above
  * token already (or being set above it, by this transaction too), the
  * token then being no newer than one the database has heard of.  On
- * MARKS_ACQUIRE_RAISED the mark is at token, written (an acquisition's
- * raise is never kept in memory only: other transactions see it in
- * progress) and locked by this transaction, remembered as set by it, so
- * that the holder's writes at token are answered without a lookup.
+ * MARKS_ACQUIRE_RAISED the mark is at token, written (never only in
+ * memory: others see it in progress), locked and remembered as set by
+ * this transaction, so that the holder's writes at token need no lookup.
  */
 MarksAcquireResult
 marks_raise_for_holder(const char *resource, FenceToken token,

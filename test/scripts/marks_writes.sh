@@ -14,7 +14,8 @@
 # - 300 marks raised in turn in 3,000 subtransactions, their names
 #   colliding in the per-transaction cache;
 #
-# and that the committed marks are the last raises.  Prints one "ok - ..."
+# and that the committed marks are the last raises; and that a transaction
+# holding raises in memory may drop the extension.  Prints one "ok - ..."
 # or "not ok - ..." line per check.
 #
 #   bash test/scripts/marks_writes.sh
@@ -104,5 +105,21 @@ want=$(sql -c "SELECT string_agg(m::text, ',' ORDER BY 'w:' || n)
 		generate_series(1, 3000) i WHERE 1 + i % 300 = o GROUP BY n) s")
 check_case "300 colliding marks in 3,000 subtransactions" \
 	"SELECT w_loop($names, 3000)" "$names" 300 "$want"
+
+# The raises kept in memory of a transaction that then drops the extension
+# have nowhere to go, and must not keep it from committing.
+sql >/dev/null <<'SQL'
+CREATE DATABASE w_drop;
+SQL
+sql w_drop >/dev/null <<'SQL'
+CREATE EXTENSION fencing;
+CREATE TABLE d_rows (res text, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT ON d_rows
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', '{res}');
+SQL
+expect "a transaction raising marks in memory, then dropping the extension, commits" \
+	"$(sql w_drop -c "BEGIN" -c "INSERT INTO d_rows VALUES ('a', 1), ('a', 2), ('a', 3)" \
+		-c "DROP TABLE d_rows" -c "DROP EXTENSION fencing" -c "COMMIT" \
+		-c "SELECT count(*) FROM pg_extension WHERE extname = 'fencing'" 2>&1)" "0"
 
 checks_finish
