@@ -16,6 +16,7 @@ OBJS = \
 	src/adopt/attach_seed.o \
 	src/adopt/ddl_guard.o \
 	src/adopt/ddl_partitions.o \
+	src/adopt/ddl_renames.o \
 	src/core/fence_token.o \
 	src/core/resource.o \
 	src/core/token_parse.o \
@@ -23,11 +24,14 @@ OBJS = \
 	src/guard/declared.o \
 	src/guard/fence_guard.o \
 	src/guard/guard_config.o \
+	src/guard/guard_conflict.o \
+	src/guard/guard_views.o \
 	src/guard/resource_template.o \
 	src/lock/lock_settings.o \
 	src/marks/marks.o \
 	src/marks/marks_cache.o \
 	src/marks/marks_held.o \
+	src/marks/marks_report.o \
 	src/marks/marks_sql.o \
 	src/marks/marks_table.o \
 	src/marks/marks_write.o \
@@ -43,7 +47,9 @@ OBJS = \
 	src/redis/redis_tls.o \
 	src/redis/redis_tls_config.o \
 	src/stats/stats.o \
+	src/stats/stats_progress.o \
 	src/stats/stats_redis.o \
+	src/stats/stats_resources.o \
 	src/stats/stats_tables.o
 
 # Sources name the headers of other layers by folder: "marks/marks.h".

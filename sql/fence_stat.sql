@@ -49,8 +49,15 @@ COMMIT;
 SELECT table_name, checked, rejected_stale, marks_raised
 FROM fence_stat_tables WHERE table_name = 'stat_items'::regclass;
 
+-- the rejections per resource, this backend's own (issue 37)
+SELECT role = current_user::regrole AS own, resource, rejected_stale, rejected_no_token, rejected
+FROM fence_stat_resources WHERE datname = current_database() AND resource LIKE 'stat:%'
+ORDER BY resource;
+
 SELECT fence_stat_reset();
 SELECT count(*) AS tables_after_reset FROM fence_stat_tables;
+SELECT count(*) AS resources_after_reset FROM fence_stat_resources;
+SELECT count(*) AS redis_targets_after_reset FROM fence_stat_redis_targets;
 
 -- the Redis functions' counters (counted against a live Redis in
 -- test/scripts/stats.sh): none called here

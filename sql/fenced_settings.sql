@@ -34,6 +34,7 @@ SET fencing.redis_lock_key = '<resource>:<resource>';
 SET fencing.redis_token_key = '';
 SET fencing.default_ttl = 0;
 SET fencing.default_wait = -1;
+SET fencing.lease_max_hold = 0;
 SET fencing.redis_wait_replicas = -1;
 SET fencing.redis_wait_timeout = 0;
 SET fencing.redis_sentinels = '127.0.0.1';
@@ -56,6 +57,9 @@ SET fencing.redis_lock_key = 'lock:<resource>';
 SET fencing.redis_token_key = 'fence:<resource>';
 SET fencing.default_ttl = '2min';
 SHOW fencing.default_ttl;
+SHOW fencing.lease_max_hold;
+SET fencing.lease_max_hold = '1h';
+SHOW fencing.lease_max_hold;
 SET fencing.redis_command_timeout = '1.5s';
 SHOW fencing.redis_command_timeout;
 SET fencing.redis_sentinels = '10.0.0.1:26379, [::1]:26380,sentinel.example.com:26381';
@@ -82,8 +86,8 @@ SELECT p.oid::regprocedure AS function,
 FROM pg_proc p
 WHERE p.proname LIKE 'fenced\_%'
 ORDER BY 1::text;
-GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean),
-	fenced_acquire_xact(text, interval, interval, boolean),
+GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval),
+	fenced_acquire_xact(text, interval, interval, boolean, interval),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	TO regress_fenced_app;
 
@@ -135,9 +139,13 @@ SELECT fenced_acquire('order:1', ttl => '25 days');
 SELECT fenced_acquire('order:1', ttl => '178000000 years');
 SELECT fenced_acquire('order:1', wait => '-1 ms');
 SELECT fenced_acquire('order:1', wait => '25 days');
+SELECT fenced_acquire('order:1', renew => true, max_hold => '0');
+SELECT fenced_acquire('order:1', max_hold => '-1 s');
+SELECT fenced_acquire('order:1', max_hold => '25 days');
 SELECT fenced_acquire_xact(NULL);
 SELECT fenced_acquire_xact('order:1', ttl => '0');
 SELECT fenced_acquire_xact('order:1', wait => '-1 ms');
+SELECT fenced_acquire_xact('order:1', max_hold => '0');
 SELECT fenced_extend(NULL);
 SELECT fenced_extend('order:1', ttl => '0');
 SELECT fenced_release(NULL);
@@ -192,8 +200,8 @@ SET fencing.redis_database = 1;
 SELECT fenced_acquire('order:1');
 RESET ALL;
 
-REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean),
-	fenced_acquire_xact(text, interval, interval, boolean),
+REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval),
+	fenced_acquire_xact(text, interval, interval, boolean, interval),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	FROM regress_fenced_app;
 DROP ROLE regress_fenced_app;

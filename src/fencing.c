@@ -87,6 +87,7 @@ fencing_xact_callback(XactEvent event, void *arg)
 			declared_at_xact_end();
 			marks_at_xact_end();
 			guard_config_at_xact_end();
+			guard_conflict_at_xact_end();
 			stats_at_xact_end();
 			guard_merges_at_xact_end();
 			break;
@@ -110,6 +111,8 @@ _PG_init(void)
 	guard_merges_init();
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = fencing_ProcessUtility;
+	guard_conflict_init();
+	guard_views_init();
 	fenced_settings_init();
 	fenced_lock_init();
 	stats_init();

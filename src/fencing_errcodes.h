@@ -33,6 +33,21 @@
 /* A session declaration or session lease while fencing.allow_session_state
  * is off: the application must use the transaction forms. */
 #define ERRCODE_FENCING_SESSION_STATE_NOT_ALLOWED MAKE_SQLSTATE('T','F','0','0','5')
+/* A fence_guard() trigger with an UPDATE OF list or a WHEN condition. */
+#define ERRCODE_FENCING_GUARD_SHAPE		MAKE_SQLSTATE('T','F','0','1','0')
+/* A token only the statement supplies, above fencing.max_token_step over
+ * the mark. */
+#define ERRCODE_FENCING_TOKEN_STEP		MAKE_SQLSTATE('T','F','0','1','1')
+/* TRUNCATE of the marks table (the trigger is SQL: fencing--1.2--1.3.sql). */
+#define ERRCODE_FENCING_MARKS_TRUNCATE	MAKE_SQLSTATE('T','F','0','1','2')
+/* A foreign table where a guard would have to fence it. */
+#define ERRCODE_FENCING_FOREIGN_TABLE	MAKE_SQLSTATE('T','F','0','1','3')
+/* DDL that would rename the resources of a guarded table's rows. */
+#define ERRCODE_FENCING_RESOURCE_RENAME	MAKE_SQLSTATE('T','F','0','1','4')
+/* A view's DEFAULT would stand in for a guarded table's token. */
+#define ERRCODE_FENCING_VIEW_DEFAULT	MAKE_SQLSTATE('T','F','0','1','5')
+/* A placeholder's value containing the separator after it in the template. */
+#define ERRCODE_FENCING_AMBIGUOUS_NAME	MAKE_SQLSTATE('T','F','0','1','6')
 
 /* This build of fencing has no Redis support (built without hiredis). */
 #define ERRCODE_FENCING_REDIS_NOT_BUILT	MAKE_SQLSTATE('T','F','1','0','0')
@@ -64,6 +79,14 @@
 /* renew => true with the shared table of lock holders full
  * (fencing.max_leases): raise it, or acquire without renew. */
 #define ERRCODE_FENCING_LEASE_TABLE_FULL MAKE_SQLSTATE('T','F','1','0','9')
+/* A token would be counted on from a repaired counter (ahead of the Redis
+ * clock) while fencing.acquire_raises_mark is off: only Redis would record
+ * it, and a loss would issue it again; nothing was taken. */
+#define ERRCODE_FENCING_REPAIRED_COUNTER MAKE_SQLSTATE('T','F','1','2','0')
+/* The server returned a token at or below the mark the acquire script was
+ * given: not Redis running the script, or a counter written by another
+ * client behind the script's back. */
+#define ERRCODE_FENCING_TOKEN_NOT_ABOVE_MARK MAKE_SQLSTATE('T','F','1','2','1')
 
 /*
  * Standard codes we reuse where they mean exactly that:

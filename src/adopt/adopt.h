@@ -62,6 +62,10 @@ extern bool attach_seed_batch(SeedScan *scan);
 extern void attach_seed_end(SeedScan *scan);
 
 extern int	ddl_clone_truncate_guards(Oid relid, Oid truncate_guard);
+extern List *ddl_triggers_calling(Oid relid, Oid funcoid);
+extern void ddl_alter_enum(AlterEnumStmt *stmt, Oid guard);
+extern void ddl_alter_column_type(Oid relid, const char *column, Oid guard);
+extern void ddl_replace_trigger(CreateTrigStmt *stmt, Oid guard);
 extern void ddl_clones_follow(Oid relid, const char *tgname,
 							  Oid truncate_guard);
 extern void ddl_make_room_for_trigger(CreateTrigStmt *stmt,

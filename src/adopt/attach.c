@@ -54,6 +54,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -72,6 +73,7 @@
 #include "nodes/parsenodes.h"
 #include "parser/parse_func.h"
 #include "pgstat.h"
+#include "stats/stats.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -259,6 +261,16 @@ attach_guard(Oid relid, Oid extnsp, const char *token_column,
 
 	/* Writers wait from here to the end of the transaction. */
 	tables = attach_lock_tables(relid);
+	foreach(lc, tables)
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCING_FOREIGN_TABLE),
+					 errmsg("cannot guard foreign table \"%s\"",
+							get_rel_name(lfirst_oid(lc))),
+					 errdetail("A foreign table's rows are written on its own server, where no guard of this database checks them."),
+					 errhint("Guard the table on the server that holds it.")));
+	}
 
 	rel = table_open(relid, NoLock);
 	att = attach_column(rel, token_column, "token column");
@@ -355,6 +367,7 @@ fence_attach(PG_FUNCTION_ARGS)
 	Oid			extnsp = extension_schema_of_call(fcinfo);
 	Oid			guard = extension_func(extnsp, "fence_guard", 0, NULL);
 	List	   *tables;
+	int64		seeded;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -366,7 +379,10 @@ fence_attach(PG_FUNCTION_ARGS)
 						  PG_GETARG_ARRAYTYPE_P(3));
 
 	/* Every table below is locked: seed them in this transaction. */
-	PG_RETURN_INT64(attach_seed_tables(tables, guard));
+	stats_progress_begin(STATS_PROGRESS_ATTACH);
+	seeded = attach_seed_tables(tables, guard);
+	stats_progress_end();
+	PG_RETURN_INT64(seeded);
 }
 
 /*
@@ -533,6 +549,7 @@ fence_attach_concurrently(PG_FUNCTION_ARGS)
 	template = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	options = PG_GETARG_ARRAYTYPE_P_COPY(3);
 
+	stats_progress_begin(STATS_PROGRESS_ATTACH_CONCURRENTLY);
 	for (attempt = 1;; attempt++)
 	{
 		if (online_try_guard(relid, extnsp, token_column, template, options,
@@ -577,6 +594,7 @@ fence_attach_concurrently(PG_FUNCTION_ARGS)
 		attach_seed_end(&scan);
 	}
 	SPI_finish();
+	stats_progress_end();
 	ereport(NOTICE,
 			(errmsg("fence_attach_concurrently seeded " INT64_FORMAT " resources from " INT64_FORMAT " rows in " INT64_FORMAT " batches of whole pages",
 					resources, rows, batches)));

@@ -53,6 +53,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "adopt/adopt.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
@@ -67,6 +68,7 @@
 #include "marks/marks.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
+#include "stats/stats.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -164,6 +166,7 @@ attach_seed_begin(SeedScan *scan, Oid relid, Oid guard, bool raise,
 	scan->batch_rows = batch_rows;
 	scan->relfilenode = rel->rd_rel->relfilenode;
 	scan->end = RelationGetNumberOfBlocks(rel);
+	stats_progress_table(relid, scan->end, rel->rd_rel->reltuples, raise);
 	table_close(rel, AccessShareLock);
 	scan->cxt = AllocSetContextCreate(CurrentMemoryContext,
 									  "fence_attach batch",
@@ -257,7 +260,7 @@ seed_read(SeedScan *scan, Relation rel, HTAB *seen)
 
 		resource = resource_template_name(config->parts, config->nparts,
 										  ExecFetchSlotHeapTuple(slot, false, NULL),
-										  tupdesc, trigger->tgname);
+										  tupdesc, trigger->tgname, false);
 		scan->rows++;
 		entry = hash_search(seen, &resource, HASH_ENTER, &found);
 		if (!found)
@@ -321,6 +324,7 @@ attach_seed_batch(SeedScan *scan)
 			(void) marks_advance(entry->resource, entry->token);
 	}
 	scan->batches++;
+	stats_progress_batch(scan->next, scan->rows, scan->batches);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(scan->cxt);
@@ -331,7 +335,40 @@ attach_seed_batch(SeedScan *scan)
 PG_FUNCTION_INFO_V1(fence_check_coverage);
 PG_FUNCTION_INFO_V1(fence_table_marks);
 
-/* The tables with storage guarded in resource scope, of relid or all. */
+/*
+ * Why the guard on relid cannot cover its rows, or NULL if it can: a
+ * foreign table is written on its own server, which no guard of ours
+ * sees; a guard with an UPDATE OF list or a WHEN condition does not fire
+ * for every row (guard_refuse_shape).  Such a table is reported with its
+ * counts null, and never as covered.
+ */
+static const char *
+coverage_not_coverable(Oid relid, Oid guard)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	const char *why = NULL;
+	int			i;
+
+	for (i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		if (trigger->tgfoid != guard || trigger->tgenabled == TRIGGER_DISABLED)
+			continue;
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+			why = "it is a foreign table, written on its own server where no guard sees the writes";
+		else if (trigger->tgnattr > 0 || trigger->tgqual != NULL)
+			why = psprintf("its guard \"%s\" has an UPDATE OF column list or a WHEN condition, and does not fire for every row",
+						   trigger->tgname);
+	}
+	table_close(rel, AccessShareLock);
+	return why;
+}
+
+/*
+ * The tables with storage guarded in resource scope, of relid or all, and
+ * the guarded tables whose rows no guard covers (coverage_not_coverable).
+ */
 static List *
 coverage_tables(Oid relid, Oid guard)
 {
@@ -360,7 +397,9 @@ coverage_tables(Oid relid, Oid guard)
 	}
 	foreach(lc, tables)
 	{
-		if (attach_seed_guarded(lfirst_oid(lc), guard))
+		if (attach_seed_guarded(lfirst_oid(lc), guard) ||
+			(get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE &&
+			 coverage_not_coverable(lfirst_oid(lc), guard) != NULL))
 			result = lappend_oid(result, lfirst_oid(lc));
 	}
 	return result;
@@ -392,12 +431,14 @@ fence_check_coverage(PG_FUNCTION_ARGS)
 	}
 	tables = coverage_tables(PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0),
 							 guard);
+	stats_progress_begin(STATS_PROGRESS_CHECK_COVERAGE);
 	foreach(lc, tables)
 	{
 		Oid			relid = lfirst_oid(lc);
 		SeedScan	scan;
 		Datum		values[5];
 		bool		nulls[5] = {false, false, false, false, false};
+		const char *why;
 
 		/*
 		 * Every row is read, whatever policies apply: the owner's alone.  Of
@@ -408,6 +449,19 @@ fence_check_coverage(PG_FUNCTION_ARGS)
 			if (PG_ARGISNULL(0))
 				continue;
 			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+		}
+		why = coverage_not_coverable(relid, guard);
+		if (why != NULL)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
+					 errmsg("the rows of table \"%s\" cannot be covered by marks",
+							get_rel_name(relid)),
+					 errdetail("The table is guarded, but %s.", why)));
+			values[0] = ObjectIdGetDatum(relid);
+			nulls[1] = nulls[2] = nulls[3] = nulls[4] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
 		}
 		attach_seed_begin(&scan, relid, guard, repair, ATTACH_BATCH_ROWS);
 		while (attach_seed_batch(&scan))
@@ -420,6 +474,7 @@ fence_check_coverage(PG_FUNCTION_ARGS)
 		values[4] = Int64GetDatum(repair ? scan.uncovered : 0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	stats_progress_end();
 	return (Datum) 0;
 }
 

@@ -27,8 +27,14 @@
  *	 as triggers of its own.  Unfencing it is then an explicit DROP
  *	 TRIGGER or fence_detach().
  * - ALTER TYPE ... RENAME VALUE of an enum that a guard's resource
- *	 template names: the rows would move to resources without marks, so
- *	 it is refused.
+ *	 template names, ALTER COLUMN ... TYPE of a column it names, and CREATE
+ *	 OR REPLACE TRIGGER of a guard with another template: the rows would
+ *	 move to resources without marks, so they are refused (ddl_renames.c).
+ * - a foreign table joining a guarded hierarchy (ATTACH PARTITION,
+ *	 INHERIT, CREATE FOREIGN TABLE ... PARTITION OF or INHERITS): its rows
+ *	 are written on its own server, outside any guard: refused.
+ * - CREATE [OR REPLACE] TRIGGER of a guard with an UPDATE OF list or a
+ *	 WHEN condition, which would not fire for every row: refused.
  *
  * At ddl_command_start, DROP EXTENSION fencing CASCADE is refused while
  * fence_token columns or guard triggers exist outside the extension: it
@@ -59,6 +65,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "commands/event_trigger.h"
@@ -69,6 +76,7 @@
 #include "guard/guard.h"
 #include "lib/stringinfo.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "parser/parse_type.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -94,40 +102,6 @@ ddl_guard_funcs(FunctionCallInfo fcinfo, GuardFuncs *funcs)
 	funcs->guard = extension_func(funcs->extnsp, "fence_guard", 0, NULL);
 	funcs->truncate_guard = extension_func(funcs->extnsp,
 										   "fence_truncate_guard", 0, NULL);
-}
-
-/*
- * Copies of the triggers of relid that call funcoid, in the caller's
- * memory context; NIL if it has none.
- */
-static List *
-ddl_triggers_calling(Oid relid, Oid funcoid)
-{
-	Relation	rel = table_open(relid, AccessShareLock);
-	List	   *result = NIL;
-	int			i;
-
-	if (rel->trigdesc != NULL)
-	{
-		for (i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *trigger = &rel->trigdesc->triggers[i];
-			Trigger    *copy;
-			int			j;
-
-			if (trigger->tgfoid != funcoid)
-				continue;
-			copy = palloc(sizeof(Trigger));
-			*copy = *trigger;
-			copy->tgname = pstrdup(trigger->tgname);
-			copy->tgargs = palloc(Max(trigger->tgnargs, 1) * sizeof(char *));
-			for (j = 0; j < trigger->tgnargs; j++)
-				copy->tgargs[j] = pstrdup(trigger->tgargs[j]);
-			result = lappend(result, copy);
-		}
-	}
-	table_close(rel, AccessShareLock);
-	return result;
 }
 
 /* The direct parents of relid, by inheritance or partitioning. */
@@ -276,6 +250,32 @@ ddl_fence_tree(Oid relid, GuardFuncs *funcs)
 		ddl_fence_from(lfirst_oid(lc), ddl_parents(lfirst_oid(lc)), funcs);
 }
 
+/*
+ * Refuse a foreign table at relid or below it, joining a hierarchy guarded
+ * at parent: its rows are written on its own server, outside any guard,
+ * and have no marks here.  (The guard refuses them when it fires, too.)
+ */
+static void
+ddl_refuse_foreign(Oid relid, Oid parent, GuardFuncs *funcs)
+{
+	ListCell   *lc;
+
+	if (ddl_triggers_calling(parent, funcs->guard) == NIL &&
+		ddl_inherited_triggers(ddl_parents(parent), funcs->guard) == NIL)
+		return;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_FOREIGN_TABLE)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_FOREIGN_TABLE),
+				 errmsg("foreign table \"%s\" cannot join guarded table \"%s\"",
+						get_rel_name(lfirst_oid(lc)), get_rel_name(parent)),
+				 errdetail("A foreign table's rows are written on its own server, where no guard of this database checks them, and have no marks here."),
+				 errhint("Keep foreign tables out of guarded hierarchies, and guard their rows on the server that holds them.")));
+	}
+}
+
 /* The relation an event's statement names; it exists at ddl_command_end. */
 static Oid
 ddl_relid(RangeVar *rv)
@@ -283,31 +283,54 @@ ddl_relid(RangeVar *rv)
 	return RangeVarGetRelid(rv, NoLock, true);
 }
 
-/* CREATE TABLE ... INHERITS or PARTITION OF: fence the new table. */
+/*
+ * CREATE [FOREIGN] TABLE ... INHERITS or PARTITION OF: fence the new
+ * table, or refuse a foreign one under a guard.
+ */
 static void
 ddl_create_table(CreateStmt *stmt, GuardFuncs *funcs)
 {
 	Oid			relid;
+	ListCell   *lc;
 
 	if (stmt->inhRelations == NIL)
 		return;
 	relid = ddl_relid(stmt->relation);
 	if (!OidIsValid(relid))
 		return;
+	foreach(lc, ddl_parents(relid))
+		ddl_refuse_foreign(relid, lfirst_oid(lc), funcs);
 	ddl_fence_tree(relid, funcs);
 	if (get_rel_relispartition(relid))
 		(void) ddl_clone_truncate_guards(get_partition_parent(relid, false),
 										 funcs->truncate_guard);
 }
 
-/* CREATE TRIGGER: a TRUNCATE guard on a partitioned table is cloned. */
+/*
+ * CREATE [OR REPLACE] TRIGGER: a guard with an UPDATE OF list or a WHEN
+ * condition is refused (guard_refuse_shape); a TRUNCATE guard on a
+ * partitioned table is cloned.
+ */
 static void
 ddl_create_trigger(CreateTrigStmt *stmt, GuardFuncs *funcs)
 {
 	Oid			relid = ddl_relid(stmt->relation);
+	Relation	rel;
+	int			i;
 
-	if (OidIsValid(relid))
-		(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
+	if (!OidIsValid(relid))
+		return;
+	rel = table_open(relid, AccessShareLock);
+	for (i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		if (trigger->tgfoid == funcs->guard &&
+			strcmp(trigger->tgname, stmt->trigname) == 0)
+			guard_refuse_shape(trigger, rel);
+	}
+	table_close(rel, AccessShareLock);
+	(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
 }
 
 /* ALTER TABLE ... INHERIT, ATTACH PARTITION, DETACH PARTITION. */
@@ -327,6 +350,8 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 		switch (cmd->subtype)
 		{
 			case AT_AddInherit:
+				ddl_refuse_foreign(relid,
+								   ddl_relid((RangeVar *) cmd->def), funcs);
 				ddl_fence_tree(relid, funcs);
 				(void) attach_seed_joined(relid, funcs->guard);
 				break;
@@ -334,6 +359,7 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 				partid = ddl_relid(((PartitionCmd *) cmd->def)->name);
 				if (OidIsValid(partid))
 				{
+					ddl_refuse_foreign(partid, relid, funcs);
 					ddl_fence_tree(partid, funcs);
 					(void) ddl_clone_truncate_guards(relid, funcs->truncate_guard);
 					(void) attach_seed_joined(partid, funcs->guard);
@@ -351,6 +377,9 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 					(void) ddl_clone_truncate_guards(partid, funcs->truncate_guard);
 				}
 				break;
+			case AT_AlterColumnType:
+				ddl_alter_column_type(relid, cmd->name, funcs->guard);
+				break;
 			case AT_EnableTrig:
 			case AT_EnableAlwaysTrig:
 			case AT_EnableReplicaTrig:
@@ -360,95 +389,6 @@ ddl_alter_table(AlterTableStmt *stmt, GuardFuncs *funcs)
 			default:
 				break;
 		}
-	}
-}
-
-/*
- * Whether a resource template has a placeholder naming column, read as the
- * guard reads it.  The reading stops at a brace the guard refuses: the
- * guard then refuses every write to the table, which a rename cannot
- * unfence.
- */
-static bool
-ddl_template_names(const char *template, const char *column)
-{
-	StringInfoData piece;
-	const char *p = template;
-	TemplatePiece kind;
-
-	initStringInfo(&piece);
-	while ((kind = resource_template_next(&p, &piece)) == TEMPLATE_LITERAL ||
-		   kind == TEMPLATE_COLUMN)
-	{
-		if (kind == TEMPLATE_COLUMN && strcmp(piece.data, column) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * ALTER TYPE ... RENAME VALUE: refuse it while a guard's template names a
- * column of that enum (or of a domain over it).  Renaming the value would
- * rename the resources of every row holding it, whose new names have no
- * marks: any token would then be accepted.
- */
-static void
-ddl_alter_enum(AlterEnumStmt *stmt, GuardFuncs *funcs)
-{
-	Oid			enumid;
-	Relation	tgrel;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	List	   *guarded = NIL;
-	ListCell   *lc;
-
-	if (stmt->oldVal == NULL)
-		return;					/* ADD VALUE names no existing row anew */
-	enumid = typenameTypeId(NULL, makeTypeNameFromNameList(stmt->typeName));
-
-	tgrel = table_open(TriggerRelationId, AccessShareLock);
-	scan = systable_beginscan(tgrel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tuple);
-
-		if (tg->tgfoid == funcs->guard && !OidIsValid(tg->tgparentid))
-			guarded = list_append_unique_oid(guarded, tg->tgrelid);
-	}
-	systable_endscan(scan);
-	table_close(tgrel, AccessShareLock);
-
-	foreach(lc, guarded)
-	{
-		Relation	rel = table_open(lfirst_oid(lc), AccessShareLock);
-		TupleDesc	tupdesc = RelationGetDescr(rel);
-		ListCell   *tc;
-
-		foreach(tc, ddl_triggers_calling(RelationGetRelid(rel), funcs->guard))
-		{
-			Trigger    *trigger = (Trigger *) lfirst(tc);
-			int			i;
-
-			if (trigger->tgnargs < 2)
-				continue;
-			for (i = 0; i < tupdesc->natts; i++)
-			{
-				Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-
-				if (att->attisdropped || getBaseType(att->atttypid) != enumid ||
-					!ddl_template_names(trigger->tgargs[1], NameStr(att->attname)))
-					continue;
-				ereport(ERROR,
-						(errcode(ERRCODE_FENCING_DDL_UNFENCES),
-						 errmsg("cannot rename a value of enum %s, which names fenced resources",
-								format_type_be(enumid)),
-						 errdetail("Column \"%s\" of table \"%s\" is in the resource template \"%s\" of trigger \"%s\"; rows holding the value would move to resources without marks.",
-								   NameStr(att->attname), RelationGetRelationName(rel),
-								   trigger->tgargs[1], trigger->tgname),
-						 errhint("Add a new value instead, and move the rows to it under their lock holders' tokens.")));
-			}
-		}
-		table_close(rel, AccessShareLock);
 	}
 }
 
@@ -543,19 +483,26 @@ fence_ddl_guard(PG_FUNCTION_ARGS)
 	{
 		case T_CreateTrigStmt:
 			if (strcmp(trigdata->event, "ddl_command_start") == 0)
+			{
+				ddl_replace_trigger((CreateTrigStmt *) parsetree, funcs.guard);
 				ddl_make_room_for_trigger((CreateTrigStmt *) parsetree,
 										  funcs.truncate_guard);
+			}
 			else
 				ddl_create_trigger((CreateTrigStmt *) parsetree, &funcs);
 			break;
 		case T_CreateStmt:
 			ddl_create_table((CreateStmt *) parsetree, &funcs);
 			break;
+		case T_CreateForeignTableStmt:
+			ddl_create_table(&((CreateForeignTableStmt *) parsetree)->base,
+							 &funcs);
+			break;
 		case T_AlterTableStmt:
 			ddl_alter_table((AlterTableStmt *) parsetree, &funcs);
 			break;
 		case T_AlterEnumStmt:
-			ddl_alter_enum((AlterEnumStmt *) parsetree, &funcs);
+			ddl_alter_enum((AlterEnumStmt *) parsetree, funcs.guard);
 			break;
 		case T_DropStmt:
 			ddl_drop_extension((DropStmt *) parsetree, &funcs);

@@ -205,13 +205,17 @@ guard_update_sets_token(TriggerData *trigdata, AttrNumber attnum)
 		DatumGetFenceToken(oldvalue) != DatumGetFenceToken(newvalue);
 }
 
-/* The resource a row belongs to, by the trigger's template. */
+/*
+ * The resource a row belongs to, by the trigger's template.  A new row's
+ * value must not contain the separator that follows its placeholder
+ * (resource_template_name); an old row is named as it always was.
+ */
 static const char *
 guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
-			   TupleDesc tupdesc)
+			   TupleDesc tupdesc, bool new_row)
 {
 	return resource_template_name(config->parts, config->nparts, tuple,
-								  tupdesc, trigger->tgname);
+								  tupdesc, trigger->tgname, new_row);
 }
 
 /*
@@ -224,6 +228,7 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
 			   const char *column, bool set_to_null)
 {
 	stats_count(STATS_REJECTED_NO_TOKEN);
+	stats_rejected_resource(resource, false);
 	if (set_to_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_NO_TOKEN),
@@ -261,11 +266,15 @@ guard_no_token(const char *resource, Trigger *trigger, Relation rel,
  * - neither: the write is rejected.
  *
  * *stamp says whether the token differs from the row's, which must then
- * carry it.  In row scope (resource NULL) nothing is declared.
+ * carry it.  *step is how far above the mark the token may be: a token
+ * the statement alone supplies is bounded by fencing.max_token_step, a
+ * declared one is not (0).  In row scope (resource NULL) nothing is
+ * declared.
  */
 static FenceToken
 guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
-			Trigger *trigger, Relation rel, AttrNumber attnum, bool *stamp)
+			Trigger *trigger, Relation rel, AttrNumber attnum, bool *stamp,
+			FenceToken *step)
 {
 	FenceToken	declared = 0;
 	bool		isnull = true;
@@ -277,12 +286,14 @@ guard_token(const char *resource, bool statement_sets, HeapTuple newtuple,
 	if (resource != NULL && declared_lookup(resource, &declared))
 	{
 		*stamp = isnull || DatumGetFenceToken(value) != declared;
+		*step = 0;
 		return declared;
 	}
 	if (!statement_sets || isnull)
 		guard_no_token(resource, trigger, rel, trigger->tgargs[0],
 					   statement_sets);
 	*stamp = false;
+	*step = guard_max_token_step();
 	return DatumGetFenceToken(value);
 }
 
@@ -321,6 +332,7 @@ guard_row_floor(const char *resource, HeapTuple oldtuple, Relation rel,
 	if (isnull || token >= DatumGetFenceToken(value))
 		return;
 	stats_count(STATS_REJECTED_STALE);
+	stats_rejected_resource(resource, true);
 	fence_token_to_cstring(token, offered);
 	fence_token_to_cstring(DatumGetFenceToken(value), floor);
 	ereport(ERROR,
@@ -330,6 +342,39 @@ guard_row_floor(const char *resource, HeapTuple oldtuple, Relation rel,
 					   offered, floor, RelationGetRelationName(rel)),
 			 errhint("A newer lock holder has written this row; acquire the lock again for a new token."),
 			 stale_hint_token_sources(token, DatumGetFenceToken(value))));
+}
+
+/*
+ * An INSERT of an INSERT ... ON CONFLICT (guard_conflict.c).  A row that
+ * conflicts with one there will not go in: its token is checked against
+ * the mark, which is not raised (a DO UPDATE's update is checked as any).  Otherwise the mark is checked
+ * and raised as for any insert; if a conflicting row went in meanwhile
+ * (the check may have waited for the mark's lock, held by its inserter),
+ * the raise would stand without the row, so the statement fails with a
+ * serialization failure, to be retried.
+ */
+static HeapTuple
+guard_insert_or_nothing(Relation rel, HeapTuple newtuple,
+						const char *resource, FenceToken token, bool strict,
+						FenceToken step)
+{
+	FenceToken	mark;
+
+	if (guard_row_conflicts(rel, newtuple))
+	{
+		if (marks_read(resource, &mark) && token < mark)
+			marks_report_stale(resource, NULL, NULL, token, mark);
+		return newtuple;
+	}
+	marks_check(resource, token, strict, step);
+	if (guard_row_conflicts(rel, newtuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to a concurrent insert into table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errdetail("A row this INSERT ... ON CONFLICT conflicts with was inserted while the mark of resource \"%s\" was checked.",
+						   resource)));
+	return newtuple;
 }
 
 /* Row scope: the row's own token column is its mark. */
@@ -344,6 +389,7 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 	Datum		old;
 	bool		oldnull;
 	bool		stamp;
+	FenceToken	step;
 
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		ereport(ERROR,
@@ -363,7 +409,8 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 
 	newtuple = trigdata->tg_newtuple;
 	token = guard_token(NULL, guard_update_sets_token(trigdata, config->token_attnum),
-						newtuple, trigger, rel, config->token_attnum, &stamp);
+						newtuple, trigger, rel, config->token_attnum, &stamp,
+						&step);
 
 	/*
 	 * In strict mode an equal token is stale, unless this transaction wrote
@@ -377,6 +424,25 @@ guard_row_scope(TriggerData *trigdata, GuardConfig *config)
 		  !TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(trigdata->tg_trigtuple->t_data)))))
 		marks_report_stale(NULL, RelationGetRelationName(rel), trigger->tgname,
 						   token, DatumGetFenceToken(old));
+
+	/* The row's token is its mark: fencing.max_token_step bounds it too. */
+	if (!oldnull && step > 0 && token > DatumGetFenceToken(old) &&
+		token - DatumGetFenceToken(old) > step)
+	{
+		char		offered[FENCE_TOKEN_TEXT_LEN];
+		char		current[FENCE_TOKEN_TEXT_LEN];
+		char		limit[FENCE_TOKEN_TEXT_LEN];
+
+		fence_token_to_cstring(token, offered);
+		fence_token_to_cstring(DatumGetFenceToken(old), current);
+		fence_token_to_cstring(step, limit);
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCING_TOKEN_STEP),
+				 errmsg("fence token %s for a row of table \"%s\" is too far above the row's token %s",
+						offered, RelationGetRelationName(rel), current),
+				 errdetail("A token may raise the row's token by at most fencing.max_token_step (%s).",
+						   limit)));
+	}
 	return newtuple;
 }
 
@@ -398,10 +464,11 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	FenceToken	new_token = 0;
 	bool		statement_sets;
 	bool		stamp;
+	FenceToken	step;
 
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
-		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
+		old_resource = guard_resource(config, trigger, oldtuple, tupdesc, false);
 		if (moving_row.valid && moving_row.lxid == FencingLocalTransactionId() &&
 			moving_row.subid == GetCurrentSubTransactionId() &&
 			moving_row.relid == RelationGetRelid(rel) &&
@@ -409,9 +476,9 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 			old_token = moving_row.token;
 		else
 			old_token = guard_token(old_resource, false, NULL, trigger, rel,
-									attnum, &stamp);
+									attnum, &stamp, &step);
 		moving_row.valid = false;
-		marks_check(old_resource, old_token, config->strict);
+		marks_check(old_resource, old_token, config->strict, 0);
 		guard_row_floor(old_resource, oldtuple, rel, attnum, old_token);
 		return oldtuple;
 	}
@@ -425,19 +492,22 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	{
 		newtuple = trigdata->tg_newtuple;
 		statement_sets = guard_update_sets_token(trigdata, attnum);
-		old_resource = guard_resource(config, trigger, oldtuple, tupdesc);
+		old_resource = guard_resource(config, trigger, oldtuple, tupdesc, false);
 	}
-	new_resource = guard_resource(config, trigger, newtuple, tupdesc);
+	new_resource = guard_resource(config, trigger, newtuple, tupdesc, true);
 
 	new_token = guard_token(new_resource, statement_sets, newtuple, trigger,
-							rel, attnum, &stamp);
+							rel, attnum, &stamp, &step);
 	stmt_tuple = newtuple;		/* the statement's token, for the old resource */
 	if (stamp)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
+	if (old_resource == NULL && guard_on_conflict_running())
+		return guard_insert_or_nothing(rel, newtuple, new_resource, new_token,
+									   config->strict, step);
 	if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)
 	{
-		marks_check(new_resource, new_token, config->strict);
+		marks_check(new_resource, new_token, config->strict, step);
 		if (old_resource != NULL)
 			guard_row_floor(new_resource, oldtuple, rel, attnum, new_token);
 	}
@@ -448,17 +518,19 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 		 * allowed on both.  Lock the marks in a fixed order, so that two
 		 * rows moving opposite ways cannot deadlock on them.
 		 */
+		FenceToken	old_step;
+
 		old_token = guard_token(old_resource, statement_sets, stmt_tuple,
-								trigger, rel, attnum, &stamp);
+								trigger, rel, attnum, &stamp, &old_step);
 		if (strcmp(old_resource, new_resource) < 0)
 		{
-			marks_check(old_resource, old_token, config->strict);
-			marks_check(new_resource, new_token, config->strict);
+			marks_check(old_resource, old_token, config->strict, old_step);
+			marks_check(new_resource, new_token, config->strict, step);
 		}
 		else
 		{
-			marks_check(new_resource, new_token, config->strict);
-			marks_check(old_resource, old_token, config->strict);
+			marks_check(new_resource, new_token, config->strict, step);
+			marks_check(old_resource, old_token, config->strict, old_step);
 		}
 		guard_row_floor(old_resource, oldtuple, rel, attnum, old_token);
 	}
@@ -497,7 +569,8 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	token = heap_getattr(newtuple, config->token_attnum, tupdesc, &isnull);
 	if (config->nparts == 0 || isnull)
 		return newtuple;
-	resource = guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc);
+	resource = guard_resource(config, trigdata->tg_trigger, newtuple, tupdesc,
+							  false);
 	replica_raise(config->extnsp, resource, DatumGetFenceToken(token));
 
 	/* A row that moved raised both resources on the publisher. */
@@ -505,7 +578,7 @@ guard_replicated(TriggerData *trigdata, GuardConfig *config)
 	{
 		const char *old_resource = guard_resource(config, trigdata->tg_trigger,
 												  trigdata->tg_trigtuple,
-												  tupdesc);
+												  tupdesc, false);
 
 		if (strcmp(old_resource, resource) != 0)
 			replica_raise(config->extnsp, old_resource, DatumGetFenceToken(token));

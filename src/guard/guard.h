@@ -58,7 +58,7 @@ pg_noreturn extern void resource_template_refuse(const char *template,
 extern const char *resource_template_name(TemplatePart *parts, int nparts,
 										  HeapTuple tuple,
 										  TupleDesc tupdesc,
-										  const char *tgname);
+										  const char *tgname, bool new_row);
 extern char *resource_template_sql(Relation rel, const char *template,
 								   TemplateColumnType column_type,
 								   StringInfo notnull);
@@ -83,6 +83,7 @@ extern void guard_config_init(void);
 extern void guard_config_at_xact_end(void);
 extern GuardConfig *guard_config(FunctionCallInfo fcinfo, Trigger *trigger,
 								 Relation rel);
+extern void guard_refuse_shape(Trigger *trigger, Relation rel);
 
 extern void declared_at_xact_end(void);
 extern void declared_pre_prepare(void);
@@ -99,5 +100,15 @@ extern void session_state_check(const char *form);
 extern void guard_merges_init(void);
 extern void guard_merges_at_xact_end(void);
 extern bool guard_in_merge(void);
+
+/* INSERT ... ON CONFLICT, fencing.max_token_step (guard_conflict.c) */
+extern void guard_conflict_init(void);
+extern void guard_conflict_at_xact_end(void);
+extern FenceToken guard_max_token_step(void);
+extern bool guard_on_conflict_running(void);
+extern bool guard_row_conflicts(Relation rel, HeapTuple tuple);
+
+/* view DEFAULTs over a token column (guard_views.c) */
+extern void guard_views_init(void);
 
 #endif							/* FENCING_GUARD_GUARD_H */

@@ -20,6 +20,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
@@ -427,6 +428,34 @@ guard_check_neighbours(FunctionCallInfo fcinfo, Trigger *trigger,
 }
 
 /*
+ * guard_refuse_shape
+ *		Refuse a fence_guard() trigger with an UPDATE OF column list or a
+ *		WHEN condition: either keeps it from firing for rows it must check.
+ *		An UPDATE that assigns no listed column (SET tok = 1) would lower
+ *		the row's token, or move it to another resource, unchecked; a row
+ *		the condition skips would be written unchecked.  Called when such a
+ *		trigger is created (ddl_guard.c) and when one made before 1.3
+ *		fires.
+ */
+void
+guard_refuse_shape(Trigger *trigger, Relation rel)
+{
+	if (trigger->tgnattr == 0 && trigger->tgqual == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_GUARD_SHAPE),
+			 trigger->tgnattr > 0 ?
+			 errmsg("guard trigger \"%s\" on table \"%s\" must not have an UPDATE OF column list",
+					trigger->tgname, RelationGetRelationName(rel)) :
+			 errmsg("guard trigger \"%s\" on table \"%s\" must not have a WHEN condition",
+					trigger->tgname, RelationGetRelationName(rel)),
+			 trigger->tgnattr > 0 ?
+			 errdetail("An UPDATE that assigns none of the listed columns would not fire it, and could lower a row's token or move the row to another resource unchecked.") :
+			 errdetail("A row the condition skips would be written without its token being checked."),
+			 errhint("Create the guard as BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW, without a column list or a WHEN condition.")));
+}
+
+/*
  * guard_config
  *		The configuration of trigger on rel: its arguments parsed and
  *		validated against the table, cached until DDL invalidates them.
@@ -493,6 +522,14 @@ guard_config(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 					 errmsg("token column \"%s\" of trigger \"%s\" is not of type fence_token",
 							trigger->tgargs[0], trigger->tgname)));
 
+		guard_refuse_shape(trigger, rel);
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCING_FOREIGN_TABLE),
+					 errmsg("guard trigger \"%s\" cannot fence foreign table \"%s\"",
+							trigger->tgname, RelationGetRelationName(rel)),
+					 errdetail("A foreign table's rows are written on its own server, where the marks of this database are not checked; its rows have no marks here."),
+					 errhint("Detach the foreign table from the guarded table, and guard its rows on the server that holds them.")));
 		guard_check_defaults(&draft, trigger, rel);
 		guard_check_neighbours(fcinfo, trigger, rel, draft.token_attnum);
 

@@ -145,12 +145,20 @@ resource_value_sql(StringInfo expr, Oid basetype, const char *col)
  * resource_template_name
  *		The resource a row belongs to, by the template parsed into parts,
  *		those of trigger tgname.
+ *
+ * With new_row (a row being written), a value that contains the first
+ * character of the literal after its placeholder is refused: in
+ * "{a}:{b}", a = 'x:y', b = 'z' and a = 'x', b = 'y:z' would name one
+ * resource.  A value without it ends exactly where that literal starts,
+ * so names stay unambiguous and none written before changes.  (Two
+ * placeholders with no literal between them stay ambiguous: documented.)
  */
 const char *
 resource_template_name(TemplatePart *parts, int nparts, HeapTuple tuple,
-					   TupleDesc tupdesc, const char *tgname)
+					   TupleDesc tupdesc, const char *tgname, bool new_row)
 {
 	StringInfoData buf;
+	int			start;
 	int			i;
 
 	/*
@@ -180,8 +188,19 @@ resource_template_name(TemplatePart *parts, int nparts, HeapTuple tuple,
 							NameStr(TupleDescAttr(tupdesc, part->attnum - 1)->attname),
 							tgname),
 					 errdetail("A fenced row must name its resource.")));
+		start = buf.len;
 		resource_value_text(&buf, part->basetype,
 							&part->output, value);
+		if (new_row && i + 1 < nparts && parts[i + 1].literal != NULL &&
+			memchr(buf.data + start, parts[i + 1].literal[0],
+				   buf.len - start) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FENCING_AMBIGUOUS_NAME),
+					 errmsg("value of column \"%s\" contains \"%c\", which separates it from the rest of the resource name of trigger \"%s\"",
+							NameStr(TupleDescAttr(tupdesc, part->attnum - 1)->attname),
+							parts[i + 1].literal[0], tgname),
+					 errdetail("Rows with different values would name one resource, as (\"x:y\", \"z\") and (\"x\", \"y:z\") in \"{a}:{b}\"."),
+					 errhint("Use a separator the column's values never contain, or put the column last in the template.")));
 	}
 	resource_name_check(buf.data, buf.len);
 	return buf.data;

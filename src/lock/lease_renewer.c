@@ -18,6 +18,14 @@
  *	  process under the same PID (its start time differs) -- renewal of
  *	  that lease stops for good.
  *
+ * Whatever the state, renewal stops for good where the system shows the
+ * owner stopped (Linux: state T or t in /proc/<pid>/stat, a SIGSTOP or a
+ * debugger), since a stopped backend still shows the state of the
+ * statement it was in; and no renewal takes a lock past its longest hold,
+ * max_hold after the acquisition (fencing.lease_max_hold by default): from
+ * outside, a backend hung in I/O or in an endless wait looks like one
+ * that works, and the ceiling is what ends its lock.
+ *
  * The owner takes a lease out of the table before it releases it (its
  * transaction's end, fenced_release, DISCARD ALL, exit), so renewal stops
  * at the latest when the release is sent; a renewal already on its way is
@@ -51,7 +59,9 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <unistd.h>
 
 #include "core/pg_compat.h"
 #include "lock/lock_int.h"
@@ -145,6 +155,37 @@ renewer_find_backend(int pid)
 }
 
 /*
+ * renewer_owner_stopped
+ *		Whether the system shows process pid stopped: state T (a stop
+ *		signal) or t (a debugger) in /proc/<pid>/stat.  False where there
+ *		is no such file (not Linux, the process gone: the status table
+ *		tells).
+ */
+static bool
+renewer_owner_stopped(int pid)
+{
+	char		path[64];
+	char		buf[512];
+	const char *paren;
+	ssize_t		n;
+	int			fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold anything, ")" included */
+	paren = strrchr(buf, ')');
+	return paren != NULL && paren[1] == ' ' &&
+		(paren[2] == 'T' || paren[2] == 't');
+}
+
+/*
  * renewer_ttl
  *		The ttl of this renewal of a lease of the backend, 0 if its renewal
  *		stops (see the header).
@@ -154,22 +195,33 @@ renewer_ttl(const LeaseSlot *copy, TimestampTz now)
 {
 	PgBackendStatus *be = renewer_find_backend(copy->pid);
 	long		idle_ms;
+	long		hold_ms;
+	int			ttl_ms;
 
 	if (be == NULL || be->st_proc_start_timestamp != copy->backend_start)
+		return 0;
+	/* a renewal that would not take the lock past its expiry is none */
+	if (copy->hold_until <= copy->expires || renewer_owner_stopped(copy->pid))
 		return 0;
 	switch (be->st_state)
 	{
 		case STATE_RUNNING:
 		case STATE_FASTPATH:
-			return copy->ttl_ms;
+			ttl_ms = copy->ttl_ms;
+			break;
 		case STATE_IDLEINTRANSACTION:
 		case STATE_IDLEINTRANSACTION_ABORTED:
 			idle_ms = TimestampDifferenceMilliseconds(be->st_state_start_timestamp,
 													  now);
-			return idle_ms < copy->ttl_ms ? copy->ttl_ms - (int) idle_ms : 0;
+			if (idle_ms >= copy->ttl_ms)
+				return 0;
+			ttl_ms = copy->ttl_ms - (int) idle_ms;
+			break;
 		default:
 			return 0;
 	}
+	hold_ms = TimestampDifferenceMilliseconds(now, copy->hold_until);
+	return (int) Min((long) ttl_ms, hold_ms);
 }
 
 /* Stop renewing a slot's lease, if it is still the one read. */

@@ -345,6 +345,8 @@ lease_shmem_publish(LeaseListing *listing, const LeaseListed *lease)
 	slot->acquired = lease->acquired;
 	slot->expires = lease->expires;
 	slot->renewed = lease->acquired;
+	slot->hold_until = TimestampTzPlusMilliseconds(lease->acquired,
+												   lease->max_hold_ms);
 	strlcpy(slot->owner, lease->owner, LEASE_SHMEM_OWNER_LEN);
 	strlcpy(slot->resource, lease->resource, sizeof(slot->resource));
 	strlcpy(slot->lock_template, fencing_redis_lock_key, LEASE_SHMEM_TEMPLATE_LEN);

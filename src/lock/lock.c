@@ -137,22 +137,25 @@ fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
 	int			wait_ms = fenced_wait_arg(fcinfo, 2);
 	bool		renew = fenced_renew_arg(fcinfo, 3);
+	int			max_hold_ms = fenced_max_hold_arg(fcinfo, 4);
 	FenceToken	token;
 
-	if (!fenced_acquire_lease(resource, ttl_ms, wait_ms, xact, renew, &token))
+	if (!fenced_acquire_lease(resource, ttl_ms, wait_ms, xact, renew,
+							  max_hold_ms, &token))
 		PG_RETURN_NULL();
 	PG_RETURN_FENCE_TOKEN(token);
 }
 
 /*
  * fenced_acquire(resource text, ttl interval, wait interval,
- *				  renew boolean) returns fence_token
+ *				  renew boolean, max_hold interval) returns fence_token
  *
  * Take the lock on resource for ttl and return a new token, declared for
  * the session; NULL if the lock is still busy after wait.  A NULL ttl or
  * wait means fencing.default_ttl or fencing.default_wait.  Acquiring a
  * lock this session already holds takes it again, with a new token.  With
- * renew, the lease is renewed while the session works (lease_renewer.c).
+ * renew, the lease is renewed while the session works (lease_renewer.c),
+ * up to max_hold after the acquisition (NULL: fencing.lease_max_hold).
  */
 Datum
 fenced_acquire(PG_FUNCTION_ARGS)
@@ -163,7 +166,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 
 /*
  * fenced_acquire_xact(resource text, ttl interval, wait interval,
- *					   renew boolean) returns fence_token
+ *					   renew boolean, max_hold interval) returns fence_token
  *
  * As fenced_acquire, but the token is declared for the current transaction
  * only, and the lock is given back when the transaction ends, commit or

@@ -340,6 +340,7 @@ typedef struct Acquisition
 	int			ttl_ms;
 	bool		xact;
 	bool		renew;			/* renewed while its owner works */
+	int			max_hold_ms;	/* renewed no longer after acquisition */
 	Lease	   *lease;			/* the session's entry of resource, if any */
 	bool		had_xact_lease; /* the transaction holds it already */
 	TimestampTz started;
@@ -441,6 +442,7 @@ acquire_list(Acquisition *a, Lease *lease)
 	listed.expires = lease->expires;
 	listed.ttl_ms = a->ttl_ms;
 	listed.renew = a->renew;
+	listed.max_hold_ms = a->max_hold_ms;
 	lease_shmem_publish(&lease->listing, &listed);
 }
 
@@ -479,15 +481,17 @@ acquire_record(Acquisition *a)
  *		Take the lock on resource for ttl_ms and a new token, declared for
  *		the session or, with xact, the transaction; false if the lock is
  *		still busy after wait_ms.  With renew, the renewer extends it while
- *		its owner works (lease_renewer.c).
+ *		its owner works (lease_renewer.c), up to max_hold_ms after the
+ *		acquisition.
  */
 bool
 fenced_acquire_lease(const char *resource, int ttl_ms, int wait_ms, bool xact,
-					 bool renew, FenceToken *token)
+					 bool renew, int max_hold_ms, FenceToken *token)
 {
 	Acquisition a;
 
 	acquire_begin(&a, resource, ttl_ms, wait_ms, xact, renew);
+	a.max_hold_ms = max_hold_ms;
 	if (!acquire_rounds(&a))
 	{
 		stats_redis_count(STATS_REDIS_BUSY);

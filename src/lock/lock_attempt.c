@@ -24,7 +24,14 @@
  * under the lock, before issuing the token; a WARNING says it happened.
  * The repaired token adds the Redis clock, so that a second repair from
  * the same mark never issues the first one's token again
- * (FENCED_REPAIR_GAP).
+ * (FENCED_REPAIR_GAP, lock_scripts.h).
+ *
+ * A repaired counter.  The tokens counted on from a repaired counter are
+ * above the clock, and only the raise at acquisition records them; with
+ * fencing.acquire_raises_mark off, the script refuses them (TF120) rather
+ * than leave Redis their only record.  A token at or below the mark the
+ * script was given is never taken: the script never returns one, so the
+ * server does not run it as sent (TF121, at once, without a give-back).
  *
  * IDENTIFICATION
  *	  src/lock/lock_attempt.c
@@ -43,26 +50,6 @@
 #include "miscadmin.h"
 #include "redis/redis.h"
 #include "stats/stats.h"
-
-/*
- * How far past the high-water mark a counter that went backwards is set,
- * before the Redis clock is added: a repaired token is mark + gap + T, T
- * being the Redis server's clock in microseconds (doc/lock-failures.md,
- * "Tokens after repeated losses").
- *
- * The gap keeps it above the tokens that the lost counter handed out above
- * the mark to holders that have not written yet (a second's worth of
- * clock-made tokens).  T orders two repairs from the same mark.  The mark
- * is the only record of a repaired token that survives Redis losing the
- * counter again, and an acquisition may leave none: its transaction
- * aborted, the raise at acquisition was off, or the raise was skipped for
- * a lock extended long after.  With mark + gap alone, the second repair
- * would issue the first one's token again; with T it is above the first
- * and above the tokens counted on from it, under the assumption the clock
- * rule makes already (the clock is not stepped back, and no resource gets
- * more than one token per microsecond).
- */
-#define FENCED_REPAIR_GAP			1000000
 
 /* Whether the current attempt has been handed to Redis. */
 static bool attempt_sent = false;
@@ -123,6 +110,55 @@ fenced_script_may_have_run(const ErrorData *edata)
 	}
 }
 /*
+ * fenced_refuse_repaired
+ *		The script refused a token counted on from a repaired counter (the
+ *		raise at acquisition off): say so, naming the resource.
+ */
+pg_noreturn static void
+fenced_refuse_repaired(const char *resource, const RedisValue *reply)
+{
+	FenceToken	would = fenced_parse_token(reply->elements[1], "a token");
+	FenceToken	clock = fenced_parse_token(reply->elements[2], "the Redis clock");
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_REPAIRED_COUNTER),
+			 errmsg("token counter in Redis for resource \"%s\" was repaired past its high-water mark: its next token would be recorded by Redis alone",
+					resource),
+			 errdetail("The next token, " UINT64_FORMAT ", is ahead of the Redis clock (" UINT64_FORMAT ") by more than %d: with fencing.acquire_raises_mark off no mark records it, and Redis losing its last writes would issue it again.",
+					   (uint64) would, (uint64) clock, FENCED_REPAIR_GAP),
+			 errhint("Acquire this resource with fencing.acquire_raises_mark on.")));
+}
+
+/*
+ * fenced_token_not_above
+ *		The server returned a token at or below the mark passed as the
+ *		floor, which the script never does: an error naming the counter
+ *		problem.  The owner is kept by the caller for the lock's TTL (the
+ *		attempt was sent); no give-back is waited for.
+ */
+pg_noreturn static void
+fenced_token_not_above(const char *resource, const char *token_key,
+					   FenceToken token, const char *floor)
+{
+	const char *host;
+	int			port;
+	const char *server = "?";
+
+	/* named as the Redis client names servers: a socket path, or host:port */
+	if (redis_last_server(&host, &port))
+		server = host[0] == '/' ? host :
+			strchr(host, ':') != NULL ? psprintf("[%s]:%d", host, port) :
+			psprintf("%s:%d", host, port);
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCING_TOKEN_NOT_ABOVE_MARK),
+			 errmsg("Redis server at \"%s\" issued token " UINT64_FORMAT " for resource \"%s\", not above its high-water mark %s",
+					server, (uint64) token, resource, floor),
+			 errdetail("The fencing acquire script repairs a token counter that is not above the mark it is given; this one was not repaired (token counter key \"%s\").",
+					   token_key),
+			 errhint("Check that the server is Redis and runs scripts unchanged, and what writes the token counter key.")));
+}
+
+/*
  * fenced_try_acquire
  *		One attempt: the script with the newest high-water mark as the
  *		floor, and the owners of lease (if any) as ours to take over.  True
@@ -137,7 +173,6 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	FenceToken	mark;
 	bool		has_mark;
 	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
-	char		repaired[FENCE_TOKEN_TEXT_LEN] = "";
 	char		ttl[12];
 	char		counter_ttl[24] = "";
 	const char *keys[2];
@@ -149,11 +184,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 
 	has_mark = marks_read_newest(resource, &mark);
 	if (has_mark)
-	{
 		fence_token_to_cstring(mark, floor);
-		fence_token_to_cstring(mark > FENCE_TOKEN_MAX - FENCED_REPAIR_GAP - 1 ?
-							   mark : mark + FENCED_REPAIR_GAP, repaired);
-	}
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
 	(void) fenced_counter_lifetime(ttl_ms, counter_ttl, sizeof(counter_ttl));
 
@@ -162,7 +193,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	args[nargs++] = owner;
 	args[nargs++] = ttl;
 	args[nargs++] = floor;
-	args[nargs++] = repaired;
+	args[nargs++] = fencing_acquire_raises_mark ? "" : "1";
 	args[nargs++] = counter_ttl;
 	if (lease != NULL && lease->held)
 		args[nargs++] = lease->owner;
@@ -184,10 +215,17 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 		attempt_sent = false;	/* answered: it took nothing */
 		return false;
 	}
+	if (e[0]->integer == 2 && reply->nelements == 3)
+	{
+		attempt_sent = false;	/* refused: it took nothing */
+		fenced_refuse_repaired(resource, reply);
+	}
 
 	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER)
 		redis_unexpected(acquire_script.name, "{1, token, repaired, rule's token}", reply);
 	*token = fenced_parse_token(e[1], "a token");
+	if (has_mark && *token <= mark)
+		fenced_token_not_above(resource, token_key, *token, floor);
 
 	if (e[2]->integer != 0)
 	{

@@ -45,6 +45,7 @@ extern char *fenced_resource_arg(FunctionCallInfo fcinfo);
 extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);
 extern bool fenced_renew_arg(FunctionCallInfo fcinfo, int argno);
+extern int	fenced_max_hold_arg(FunctionCallInfo fcinfo, int argno);
 extern char *fenced_keys(const char *resource, char **token_key);
 extern char *fenced_key(const char *template, const char *resource);
 extern bool fenced_counter_expires(void);
@@ -90,6 +91,7 @@ typedef struct LeaseSlot
 	TimestampTz acquired;
 	TimestampTz expires;		/* as last set, by our clock */
 	TimestampTz renewed;		/* last acquisition or renewal */
+	TimestampTz hold_until;		/* renewed no further: acquired + max_hold */
 	char		owner[LEASE_SHMEM_OWNER_LEN];
 	char		resource[FENCING_RESOURCE_MAX_BYTES + 1];
 	char		lock_template[LEASE_SHMEM_TEMPLATE_LEN];
@@ -114,6 +116,8 @@ typedef struct LeaseListed
 	TimestampTz expires;
 	int			ttl_ms;
 	bool		renew;
+	int			max_hold_ms;	/* with renew: renewed up to this after
+								 * acquired */
 } LeaseListed;
 
 extern void lease_shmem_init(void);
@@ -225,7 +229,7 @@ extern bool fenced_attempt_may_have_run(const ErrorData *edata);
 
 extern bool fenced_acquire_lease(const char *resource, int ttl_ms,
 								 int wait_ms, bool xact, bool renew,
-								 FenceToken *token);
+								 int max_hold_ms, FenceToken *token);
 
 /* One acquisition's waits on a busy lock. */
 typedef struct FencedWake

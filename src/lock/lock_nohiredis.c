@@ -69,6 +69,7 @@ fenced_acquire(PG_FUNCTION_ARGS)
 	(void) fenced_resource_arg(fcinfo);
 	(void) fenced_ttl_arg(fcinfo, 1);
 	(void) fenced_wait_arg(fcinfo, 2);
+	(void) fenced_max_hold_arg(fcinfo, 4);
 	fenced_not_supported();
 }
 
@@ -78,6 +79,7 @@ fenced_acquire_xact(PG_FUNCTION_ARGS)
 	(void) fenced_resource_arg(fcinfo);
 	(void) fenced_ttl_arg(fcinfo, 1);
 	(void) fenced_wait_arg(fcinfo, 2);
+	(void) fenced_max_hold_arg(fcinfo, 4);
 	fenced_not_supported();
 }
 

@@ -35,19 +35,44 @@
 #define FENCED_LOCK_SCRIPTS_H
 
 /*
+ * How far past the high-water mark a counter that went backwards is set,
+ * before the Redis clock is added: a repaired token is mark + gap + T, T
+ * being the Redis server's clock in microseconds (doc/lock-failures.md,
+ * "Tokens after repeated losses").
+ *
+ * The gap keeps it above the tokens that the lost counter handed out above
+ * the mark to holders that have not written yet (a second's worth of
+ * clock-made tokens).  T orders two repairs from the same mark.  The mark
+ * is the only record of a repaired token that survives Redis losing the
+ * counter again, and an acquisition may leave none: its transaction
+ * aborted, or the raise at acquisition was off.  With mark + gap alone,
+ * the second repair would issue the first one's token again; with T it is
+ * above the first and above the tokens counted on from it, under the
+ * assumption the clock rule makes already (the clock is not stepped back,
+ * and no resource gets more than one token per microsecond).
+ */
+#define FENCED_REPAIR_GAP			1000000
+#define FENCED_REPAIR_GAP_TEXT		"1000000"
+
+/*
  * acquire
  *	KEYS[1] lock key, KEYS[2] token counter key
  *	ARGV[1] new owner, ARGV[2] ttl in ms,
  *	ARGV[3] floor: the database's newest high-water mark, or '' for none,
- *	ARGV[4] the floor plus the repair gap: the token to issue when the rule's
- *		token is not above the floor is this plus the server's TIME in
- *		microseconds,
+ *	ARGV[4] '1' to refuse a token counted on from a repaired counter (see
+ *		below), '' to issue it,
  *	ARGV[5] lifetime of the counter key in ms, or '' to keep it forever,
  *	ARGV[6..] owners under which the caller may already hold the lock (an
  *		acquisition whose reply was lost, or a lease being re-acquired)
  *
+ * Ten arguments with the command's name, the SHA1 and the keys, as long
+ * as there is no owner to take over: Redis refuses a command of more than
+ * ten from a client that has not authenticated, and that client must hear
+ * NOAUTH.
+ *
  * Returns {1, token, repaired, the rule's token} when the lock was taken,
- * {0, PTTL of the lock} when it is busy.
+ * {0, PTTL of the lock} when it is busy, {2, the rule's token, TIME in
+ * microseconds} when it was refused, with nothing written.
  *
  * The token rule: max(counter + 1, microseconds of the server's TIME),
  * stored back in the counter.  While the counter lives, tokens strictly
@@ -57,16 +82,27 @@
  * before, as long as that clock is not behind the one that issued them.
  * A counter that expired did so by the same clock, after its last token's
  * time.  When the rule's token is not above the floor anyway (a clock
- * behind), the token is ARGV[4] + TIME, well above the floor (repaired =
- * 1); two such repairs from the same floor are ordered by the clock, as
+ * behind), the token is floor + FENCED_REPAIR_GAP + TIME, well above the
+ * floor (repaired = 1); two such repairs from the same floor are ordered by the clock, as
  * the rule's tokens are, even when the counter that held the first one
  * was lost and nothing else recorded it.
+ *
+ * A repaired counter is ahead of the clock by more than the repair gap
+ * (mark + gap + TIME, for a mark at or above TIME), and so are the tokens
+ * counted on from it: the clock no longer orders them, and only the
+ * database's mark, raised at each acquisition, records them.  Where the
+ * caller does not raise the mark (ARGV[4] set), such a token is refused
+ * rather than issued: a loss of the counter's last grants (a failover to a
+ * replica behind, an older snapshot) would bring it back to a value still
+ * above the mark, nothing would repair it, and the tokens lost would be
+ * issued again.  A repair itself is never refused: it is ordered by TIME.
  *
  * Arithmetic is on decimal strings: a counter may exceed 2^53, beyond
  * which Lua's numbers (doubles) are not exact.
  */
 #define FENCED_ACQUIRE_LUA \
 "-- fencing key layout v1: acquire\n" \
+"local gap = '" FENCED_REPAIR_GAP_TEXT "'\n" \
 "local held = redis.call('GET', KEYS[1])\n" \
 "if held then\n" \
 "  local mine = false\n" \
@@ -115,8 +151,10 @@
 "local rule = token\n" \
 "local repaired = 0\n" \
 "if ARGV[3] ~= '' and not below(ARGV[3], token) then\n" \
-"  token = add(ARGV[4], now)\n" \
+"  token = add(add(ARGV[3], gap), now)\n" \
 "  repaired = 1\n" \
+"elseif ARGV[4] ~= '' and below(add(now, gap), token) then\n" \
+"  return {2, token, now}\n" \
 "end\n" \
 "if below('9223372036854775807', token) then\n" \
 "  return redis.error_reply('ERR fencing: token counter ' .. KEYS[2] .. ' would overflow')\n" \

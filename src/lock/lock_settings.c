@@ -40,6 +40,8 @@
 #define FENCED_MAX_TTL				INT_MAX /* ms, about 24.8 days */
 #define FENCED_DEFAULT_WAIT			0	/* ms */
 #define FENCED_MAX_WAIT				INT_MAX /* ms */
+#define FENCED_DEFAULT_MAX_HOLD		600000	/* ms */
+#define FENCED_MAX_MAX_HOLD			INT_MAX /* ms */
 #define FENCED_MAX_WAIT_REPLICAS	1000
 #define FENCED_DEFAULT_WAIT_TIMEOUT 1000	/* ms */
 #define FENCED_MAX_WAIT_TIMEOUT		3600000 /* ms */
@@ -68,6 +70,7 @@ char	   *fencing_redis_lock_key = NULL;
 char	   *fencing_redis_token_key = NULL;
 static int	fencing_default_ttl = FENCED_DEFAULT_TTL;
 static int	fencing_default_wait = FENCED_DEFAULT_WAIT;
+static int	fencing_lease_max_hold = FENCED_DEFAULT_MAX_HOLD;
 int			fencing_redis_wait_replicas = 0;
 int			fencing_redis_wait_timeout = FENCED_DEFAULT_WAIT_TIMEOUT;
 bool		fencing_acquire_raises_mark = true;
@@ -177,6 +180,15 @@ fenced_settings_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomIntVariable("fencing.lease_max_hold",
+							"Longest time a lease taken with renew => true is renewed after its acquisition, when max_hold is NULL.",
+							"Renewal cannot tell a stuck owner from one that works (a backend hung in I/O or an endless wait still runs its statement): past this the lock expires with its ttl.  Valid range is 1 ms to about 24 days.",
+							&fencing_lease_max_hold,
+							FENCED_DEFAULT_MAX_HOLD, 1, FENCED_MAX_MAX_HOLD,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("fencing.lock_wait_wakeup",
 							 "What wakes fenced_acquire() waiting for a busy lock: \"release\" or \"poll\".",
 							 "release: a second Redis connection subscribed to the lock's release notices, and the lock's expiry; where the subscription is refused, polling.  poll: an exponential back-off of 4 to 128 ms alone.",
@@ -262,6 +274,32 @@ fenced_renew_arg(FunctionCallInfo fcinfo, int argno)
 {
 	return PG_NARGS() > argno && !PG_ARGISNULL(argno) &&
 		PG_GETARG_BOOL(argno);
+}
+
+/*
+ * fenced_max_hold_arg
+ *		The max_hold argument at argno in ms, rounded up; the default when
+ *		NULL or when the function was declared without it (an install not
+ *		yet updated to 1.3).
+ */
+int
+fenced_max_hold_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		us;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return fencing_lease_max_hold;
+	us = interval_to_us(PG_GETARG_INTERVAL_P(argno), "max_hold");
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_hold must be greater than zero")));
+	if (us > (int64) FENCED_MAX_MAX_HOLD * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_hold is too long"),
+				 errdetail("The longest hold is %d ms.", FENCED_MAX_MAX_HOLD)));
+	return (int) Min((us + 999) / 1000, (int64) FENCED_MAX_MAX_HOLD);
 }
 
 /* The wait argument at argno in ms; the default when NULL. */

@@ -2,7 +2,7 @@
  *
  * marks.c
  *	  High-water marks: the highest token accepted per resource, checked
- *	  and raised, and the report of a stale token (TF001).
+ *	  and raised (rejections are reported by marks_report.c).
  *
  * The marks live in the extension's table fence_high_water, one row per
  * resource (marks_table.c finds and reads it, marks_write.c writes it).
@@ -42,15 +42,6 @@
  * fence_forget_idle().  A raise stamps the transaction's start time and a
  * refresh one microsecond less, which is how strict mode tells a mark
  * this transaction raised from one it only refreshed.
- *
- * The hint of a stale token.  A holder that lost its lock offers a token a little below the mark: the
- * next holder's.  A token orders of magnitude below it is another story:
- * the resource takes tokens from two sources that do not know of each
- * other.  fenced_acquire() issues tokens near the Redis clock in
- * microseconds (about 1.8 * 10^15), while a worker that INCRs a counter
- * key of its own counts from 1, and is fenced out for good once the first
- * fenced_acquire() token was written.  Such a rejection says so, and how
- * to share one counter.
  *
  * IDENTIFICATION
  *	  src/marks/marks.c
@@ -146,8 +137,8 @@ marks_init(void)
  * anywhere.
  */
 static bool
-marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
-			bool hint_shared, MarksClaim *c)
+marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
+			ItemPointer hint, bool hint_shared, MarksClaim *c)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -191,6 +182,13 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, ItemPointer hint,
 		c->stored = marks_token_of(m, tuple);
 		c->own = marks_written_here(tuple);
 		c->version = tuple->t_self;
+		if (c->stored < token && max_step > 0 && token - c->stored > max_step)
+		{
+			/* Too far above the mark: refused by the caller (TF011). */
+			c->mark = c->stored;
+			c->written = false;
+			return false;
+		}
 		if (c->stored < token && c->own && mode != CLAIM_STORE && !stored_all)
 		{
 			/* Ours already, and locked by that: raised in memory. */
@@ -305,7 +303,8 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
  */
 static bool
 marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
-					 FenceToken token, ClaimMode mode, MarksClaim *c)
+					 FenceToken token, ClaimMode mode, FenceToken max_step,
+					 MarksClaim *c)
 {
 	MarksRel	m;
 	ItemPointerData hint;
@@ -316,7 +315,7 @@ marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 	else if (!marks_hint_get(hash, &hint))
 		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
-	accepted = marks_claim(&m, token, mode, &hint, held == NULL, c);
+	accepted = marks_claim(&m, token, mode, max_step, &hint, held == NULL, c);
 	marks_close(&m);
 	marks_hint_put(hash, &c->version);
 	return accepted;
@@ -392,7 +391,7 @@ marks_store(const char *resource, CheckedLevel *level)
 	if (store_gone)
 		return;
 	marks_open(&m, resource, RowExclusiveLock);
-	(void) marks_claim(&m, level->token, CLAIM_STORE, &level->version,
+	(void) marks_claim(&m, level->token, CLAIM_STORE, 0, &level->version,
 					   false, &c);
 	marks_close(&m);
 	level->stored = c.mark;
@@ -418,59 +417,19 @@ marks_xact_callback(XactEvent event, void *arg)
 }
 
 /*
- * marks_report_stale
- *		Reject a write of token because the mark is above it (or equal to
- *		it, under a strict trigger).
- *
- * resource names the resource of a resource-scope mark; in row scope it
- * is NULL, and the mark is the row's own token in table, checked by
- * trigger.
- */
-void
-marks_report_stale(const char *resource, const char *table,
-				   const char *trigger, FenceToken token, FenceToken mark)
-{
-	char		offered[FENCE_TOKEN_TEXT_LEN];
-	char		current[FENCE_TOKEN_TEXT_LEN];
-
-	stats_count(STATS_REJECTED_STALE);
-	fence_token_to_cstring(token, offered);
-	fence_token_to_cstring(mark, current);
-	if (resource == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_STALE_TOKEN),
-				 errmsg("stale fence token for a row of table \"%s\"", table),
-				 token == mark ?
-				 errdetail("Token %s is not above the row's token %s, and trigger \"%s\" requires strictly increasing tokens.",
-						   offered, current, trigger) :
-				 errdetail("Token %s is below the row's token %s.",
-						   offered, current),
-				 errhint("A newer lock holder has written this row; acquire the lock again for a new token."),
-				 stale_hint_token_sources(token, mark)));
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCING_STALE_TOKEN),
-			 errmsg("stale fence token for resource \"%s\"", resource),
-			 token == mark ?
-			 errdetail("Token %s is not above the current mark %s, and this table requires strictly increasing tokens.",
-					   offered, current) :
-			 errdetail("Token %s is below the current mark %s.",
-					   offered, current),
-			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token."),
-			 stale_hint_token_sources(token, mark)));
-}
-
-/*
  * marks_check
  *		Accept a write of token to resource, or reject it with
  *		ERRCODE_FENCING_STALE_TOKEN.
  *
  * On return the mark is at token and locked by this transaction.  With
  * strict, a token equal to a mark left by another transaction is stale
- * too.  A mark this transaction holds is answered from memory: it is
- * locked, so no one else can have moved it.
+ * too.  With max_step (not 0), a token more than that above the mark is
+ * rejected with ERRCODE_FENCING_TOKEN_STEP.  A mark this transaction holds
+ * is answered from memory: it is locked, so no one else can have moved it.
  */
 void
-marks_check(const char *resource, FenceToken token, bool strict)
+marks_check(const char *resource, FenceToken token, bool strict,
+			FenceToken max_step)
 {
 	uint32		hash = checked_hash(resource);
 	CheckedLevel *held = checked_held(resource, hash);
@@ -487,6 +446,8 @@ marks_check(const char *resource, FenceToken token, bool strict)
 			return;
 		if (token <= held->token)
 			marks_report_stale(resource, NULL, NULL, token, held->token);
+		if (max_step > 0 && token - held->token > max_step)
+			marks_report_step(resource, token, held->token, max_step);
 		if (held->own)
 		{
 			marks_raise_in_memory(resource, hash, held, token);
@@ -498,8 +459,13 @@ marks_check(const char *resource, FenceToken token, bool strict)
 	PreventCommandIfReadOnly("fence_guard()");
 
 	if (!marks_claim_resource(resource, hash, held, token,
-							  strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK, &c))
+							  strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+							  max_step, &c))
+	{
+		if (max_step > 0 && token > c.mark && token - c.mark > max_step)
+			marks_report_step(resource, token, c.mark, max_step);
 		marks_report_stale(resource, NULL, NULL, token, c.mark);
+	}
 	marks_remember(resource, hash, &c);
 }
 
@@ -624,7 +590,7 @@ marks_advance(const char *resource, FenceToken token)
 		marks_raise_in_memory(resource, hash, held, token);
 		return token;
 	}
-	(void) marks_claim_resource(resource, hash, held, token, CLAIM_ADVANCE,
+	(void) marks_claim_resource(resource, hash, held, token, CLAIM_ADVANCE, 0,
 								&c);
 
 	/* This transaction now holds the mark, raised to token or above it. */
@@ -663,37 +629,4 @@ marks_forget(const char *resource)
 
 	checked_forget(resource);
 	return found;
-}
-
-/* The number of decimal digits of token. */
-static int
-stale_hint_digits(FenceToken token)
-{
-	int			digits = 1;
-
-	while (token >= 10)
-	{
-		token /= 10;
-		digits++;
-	}
-	return digits;
-}
-
-/*
- * stale_hint_token_sources
- *		In an ereport() rejecting token as stale against mark, after its
- *		errhint(): replace the hint when token is STALE_HINT_MIN_DIGITS or
- *		more decimal digits shorter than the mark.  Returns 0, as errhint()
- *		does.
- */
-int
-stale_hint_token_sources(FenceToken token, FenceToken mark)
-{
-	int			orders = stale_hint_digits(mark) - stale_hint_digits(token);
-
-	if (orders < STALE_HINT_MIN_DIGITS)
-		return 0;
-	return errhint("Token and mark are %d orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. "
-				   "Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\").",
-				   orders);
 }

@@ -28,7 +28,8 @@ typedef enum MarksAcquireResult
 
 extern void marks_init(void);
 extern void marks_at_xact_end(void);
-extern void marks_check(const char *resource, FenceToken token, bool strict);
+extern void marks_check(const char *resource, FenceToken token, bool strict,
+						FenceToken max_step);
 pg_noreturn extern void marks_report_stale(const char *resource,
 										   const char *table,
 										   const char *trigger,

@@ -135,6 +135,11 @@ extern bool marks_read_held(const char *resource, FenceToken *mark);
 extern void marks_held_flush(void (*write) (const char *resource,
 											CheckedLevel *level));
 
+/* marks_report.c: a write rejected by its mark */
+pg_noreturn extern void marks_report_step(const char *resource,
+										  FenceToken token, FenceToken mark,
+										  FenceToken max_step);
+
 /* marks_cache.c: the shared table of mark addresses */
 extern void marks_hint_init(void);
 extern bool marks_hint_get(uint32 hash, ItemPointer tid);

@@ -286,7 +286,8 @@ cluster_route(int argc, const char **argv, const RedisBudget *outer,
  * cluster_redirect_target
  *		The slot and host:port of a -MOVED or -ASK reply ("MOVED 3999
  *		127.0.0.1:6381"; an empty host means the host that answered); false
- *		if the text is not one.
+ *		if the text is not one.  A port out of range comes back as 0, for
+ *		redis_check_discovered to refuse the address like any other.
  */
 static bool
 cluster_redirect_target(const char *text, const char *answered, int *slot,
@@ -307,10 +308,11 @@ cluster_redirect_target(const char *text, const char *answered, int *slot,
 	colon = strrchr(p, ':');
 	if (colon == NULL || colon - p > REDIS_HOSTPORT_MAX_HOST)
 		return false;
+	errno = 0;
 	n = strtol(colon + 1, &end, 10);
-	if (end == colon + 1 || *end != '\0' || n < 1 || n > 65535)
+	if (end == colon + 1 || *end != '\0')
 		return false;
-	*port = (int) n;
+	*port = errno != 0 || n < 1 || n > 65535 ? 0 : (int) n;
 	*host = colon == p ? pstrdup(answered) : pnstrdup(p, colon - p);
 	return true;
 }

@@ -4,7 +4,9 @@
  *	  Counters of what the guard trigger did, per guarded table; the
  *	  function behind the view fence_stat_info, and fence_stat_reset().
  *	  The view fence_stat_tables is read in stats_tables.c, the Redis
- *	  functions' counters are in stats_redis.c.
+ *	  functions' counters are in stats_redis.c, the rejected resources in
+ *	  stats_resources.c, and the progress of the long calls in
+ *	  stats_progress.c; their shared memory is asked for here.
  *
  * When the library is in shared_preload_libraries, the counters are
  * cluster-wide, in shared memory: a hash table with room for
@@ -118,7 +120,9 @@ stats_shmem_size(void)
 	return add_size(add_size(MAXALIGN(sizeof(SharedStats)),
 							 hash_estimate_size(stats_max_tables + 1,
 												sizeof(SharedStatsEntry))),
-					stats_redis_shmem_size());
+					add_size(add_size(stats_redis_shmem_size(),
+									  stats_progress_shmem_size()),
+							 stats_resources_shmem_size()));
 }
 
 static void
@@ -158,6 +162,8 @@ stats_shmem_startup(void)
 		shared->reset_at = GetCurrentTimestamp();
 	}
 	stats_redis_shmem_startup();
+	stats_progress_shmem_startup();
+	stats_resources_shmem_startup();
 	info.keysize = sizeof(StatsKey);
 	info.entrysize = sizeof(SharedStatsEntry);
 	shared_hash = ShmemInitHash("fencing stats tables",
@@ -191,6 +197,7 @@ stats_init(void)
 {
 	RegisterSubXactCallback(stats_subxact_callback, NULL);
 	stats_redis_init();
+	stats_progress_init();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	DefineCustomIntVariable("fencing.stats_max_tables",
@@ -559,9 +566,9 @@ fence_stat_info_data(PG_FUNCTION_ARGS)
 
 /*
  * fence_stat_reset()
- *		Set every counter back to zero, the Redis ones too: in shared mode,
- *		those of every database, dropping the entries, so that tables dropped since free
- *		their room; otherwise this backend's.
+ *		Set every counter back to zero, the Redis and resource ones too: in
+ *		shared mode, those of every database, dropping the entries, so that
+ *		tables dropped since free their room; otherwise this backend's.
  */
 Datum
 fence_stat_reset(PG_FUNCTION_ARGS)
@@ -573,6 +580,7 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 		stats_redis_reset();
+		stats_resources_reset();
 		hash_seq_init(&seq, shared_hash);
 		while ((entry = hash_seq_search(&seq)) != NULL)
 		{
@@ -592,6 +600,7 @@ fence_stat_reset(PG_FUNCTION_ARGS)
 		current = NULL;
 		in_row = false;
 		stats_redis_reset();
+		stats_resources_reset();
 	}
 	local_reset_at = GetCurrentTimestamp();
 	PG_RETURN_VOID();

@@ -43,6 +43,22 @@ typedef enum StatsRedisCounter
 	STATS_REDIS_NCOUNTERS
 } StatsRedisCounter;
 
+/* What reports its progress (stats_progress.c). */
+typedef enum StatsProgressCommand
+{
+	STATS_PROGRESS_ATTACH,
+	STATS_PROGRESS_ATTACH_CONCURRENTLY,
+	STATS_PROGRESS_CHECK_COVERAGE
+} StatsProgressCommand;
+
+typedef enum StatsProgressPhase
+{
+	STATS_PROGRESS_WAITING,		/* for the lock to create the guard */
+	STATS_PROGRESS_SEEDING,		/* reading rows, raising their marks */
+	STATS_PROGRESS_CHECKING,	/* reading rows, comparing their marks */
+	STATS_PROGRESS_REPAIRING	/* the same, raising those below */
+} StatsProgressPhase;
+
 /* One table's counters as read, for the views (stats_tables.c). */
 typedef struct StatsRow
 {
@@ -59,6 +75,14 @@ extern void stats_count(StatsCounter counter);
 extern void stats_at_xact_end(void);
 extern void stats_redis_count(StatsRedisCounter counter);
 extern void stats_redis_acquired(TimestampTz started);
+extern void stats_rejected_resource(const char *resource, bool stale);
+
+extern void stats_progress_begin(StatsProgressCommand command);
+extern void stats_progress_table(Oid relid, int64 pages, double reltuples,
+								 bool raise);
+extern void stats_progress_batch(int64 pages_done, int64 rows_done,
+								 int64 batches);
+extern void stats_progress_end(void);
 
 /* Between stats.c, stats_tables.c and stats_redis.c */
 extern StatsRow *stats_read(bool all_databases, int *nrows);
@@ -68,5 +92,11 @@ extern Size stats_redis_shmem_size(void);
 extern void stats_redis_shmem_startup(void);
 extern void stats_redis_init(void);
 extern void stats_redis_reset(void);
+extern Size stats_progress_shmem_size(void);
+extern void stats_progress_shmem_startup(void);
+extern void stats_progress_init(void);
+extern Size stats_resources_shmem_size(void);
+extern void stats_resources_shmem_startup(void);
+extern void stats_resources_reset(void);
 
 #endif							/* FENCING_STATS_H */

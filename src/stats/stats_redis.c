@@ -13,6 +13,15 @@
  * to each power of two of microseconds, so that a percentile read from it
  * is at most a quarter above the true one.
  *
+ * Per Redis target (the server, the Sentinels' primary or the Cluster that
+ * the session's settings name: STATS_REDIS_TARGETS of them, the one used
+ * least recently making room for a new one), the time of the last
+ * acquisition Redis answered (the lock taken, or busy) and of the last
+ * error of the Redis functions (TF101 to TF107), with its SQLSTATE.  The
+ * target is read from the settings when the event is counted, in
+ * emit_log_hook too: the client below does not tell which it used, and
+ * the settings do not change during a call.
+ *
  * The Redis counters are counted at once (in shared memory, with an
  * atomic addition: a Redis round trip costs far more).  Its errors are
  * counted by SQLSTATE as they are reported, in emit_log_hook, as
@@ -36,15 +45,32 @@
 #include "port/pg_bitutils.h"
 #include "stats/stats.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 /* Buckets of the acquisition time histogram: up to 2^32 us (71 minutes). */
 #define STATS_LATENCY_BUCKETS 128
 
+/* Redis targets whose last success and error are kept, and their names. */
+#define STATS_REDIS_TARGETS 16
+#define STATS_TARGET_LEN 256
+
+typedef struct RedisTarget
+{
+	char		name[STATS_TARGET_LEN];	/* "": a free entry */
+	TimestampTz last_success;	/* 0: none */
+	TimestampTz last_error;		/* 0: none */
+	int			last_sqlstate;	/* of the last error */
+} RedisTarget;
+
 typedef struct SharedRedisStats
 {
 	pg_atomic_uint64 redis[STATS_REDIS_NCOUNTERS];
 	pg_atomic_uint64 latency[STATS_LATENCY_BUCKETS];
+	slock_t		targets_mutex;
+	RedisTarget targets[STATS_REDIS_TARGETS];
 } SharedRedisStats;
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
@@ -54,8 +80,10 @@ static SharedRedisStats *shared = NULL;
 
 static uint64 local_redis[STATS_REDIS_NCOUNTERS];
 static uint64 local_latency[STATS_LATENCY_BUCKETS];
+static RedisTarget local_targets[STATS_REDIS_TARGETS];
 
 PG_FUNCTION_INFO_V1(fence_stat_redis_data);
+PG_FUNCTION_INFO_V1(fence_stat_redis_targets_data);
 
 /*
  * stats_redis_shmem_size
@@ -87,7 +115,88 @@ stats_redis_shmem_startup(void)
 			pg_atomic_init_u64(&shared->redis[i], 0);
 		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
 			pg_atomic_init_u64(&shared->latency[i], 0);
+		SpinLockInit(&shared->targets_mutex);
+		memset(shared->targets, 0, sizeof(shared->targets));
 	}
+}
+
+/*
+ * The Redis target the session's settings name, into buf: "cluster
+ * <nodes>", "sentinel <master> at <sentinels>", or the server's
+ * "<host>:<port>" (a Unix socket's path alone).  Reads the settings by
+ * name, with no allocation and no error: it runs in emit_log_hook too.
+ */
+static void
+stats_redis_target_name(char *buf, size_t len)
+{
+	const char *cluster = GetConfigOption("fencing.redis_cluster_nodes", true, false);
+	const char *sentinels = GetConfigOption("fencing.redis_sentinels", true, false);
+	const char *host = GetConfigOption("fencing.redis_host", true, false);
+
+	if (cluster != NULL && cluster[0] != '\0')
+		snprintf(buf, len, "cluster %s", cluster);
+	else if (sentinels != NULL && sentinels[0] != '\0')
+	{
+		const char *master = GetConfigOption("fencing.redis_sentinel_master", true, false);
+
+		snprintf(buf, len, "sentinel %s at %s", master ? master : "", sentinels);
+	}
+	else if (host != NULL && host[0] == '/')
+		snprintf(buf, len, "%s", host);
+	else
+	{
+		const char *port = GetConfigOption("fencing.redis_port", true, false);
+
+		snprintf(buf, len, "%s:%s", host ? host : "", port ? port : "");
+	}
+}
+
+/*
+ * Note a success (sqlstate 0) or an error of the current target, in its
+ * entry, made if need be in a free one or in the one used least recently.
+ * Must not fail: it runs in emit_log_hook.
+ */
+static void
+stats_redis_target_event(int sqlstate)
+{
+	char		name[STATS_TARGET_LEN];
+	RedisTarget *targets = shared != NULL ? shared->targets : local_targets;
+	RedisTarget *entry = NULL;
+	TimestampTz now = GetCurrentTimestamp();
+	int			i;
+
+	stats_redis_target_name(name, sizeof(name));
+	if (shared != NULL)
+		SpinLockAcquire(&shared->targets_mutex);
+	for (i = 0; i < STATS_REDIS_TARGETS; i++)
+	{
+		RedisTarget *t = &targets[i];
+
+		if (strcmp(t->name, name) == 0)
+		{
+			entry = t;
+			break;
+		}
+		if (entry == NULL || t->name[0] == '\0' ||
+			(entry->name[0] != '\0' &&
+			 Max(t->last_success, t->last_error) <
+			 Max(entry->last_success, entry->last_error)))
+			entry = t;
+	}
+	if (strcmp(entry->name, name) != 0)
+	{
+		memset(entry, 0, sizeof(RedisTarget));
+		strlcpy(entry->name, name, sizeof(entry->name));
+	}
+	if (sqlstate == 0)
+		entry->last_success = now;
+	else
+	{
+		entry->last_error = now;
+		entry->last_sqlstate = sqlstate;
+	}
+	if (shared != NULL)
+		SpinLockRelease(&shared->targets_mutex);
 }
 
 /* Count the Redis functions' errors by SQLSTATE as they are reported. */
@@ -96,6 +205,20 @@ stats_emit_log(ErrorData *edata)
 {
 	if (edata->elevel >= ERROR)
 	{
+		switch (edata->sqlerrcode)
+		{
+			case ERRCODE_FENCING_REDIS_UNAVAILABLE:
+			case ERRCODE_FENCING_REDIS_BUSY:
+			case ERRCODE_FENCING_REDIS_CLUSTER_CHANGING:
+			case ERRCODE_FENCING_REDIS_REFUSED:
+			case ERRCODE_FENCING_REDIS_PROTOCOL:
+			case ERRCODE_FENCING_REDIS_NOT_REPLICATED:
+			case ERRCODE_FENCING_REDIS_TLS:
+				stats_redis_target_event(edata->sqlerrcode);
+				break;
+			default:
+				break;
+		}
 		switch (edata->sqlerrcode)
 		{
 			case ERRCODE_FENCING_REDIS_UNAVAILABLE:
@@ -143,6 +266,8 @@ stats_redis_init(void)
 void
 stats_redis_count(StatsRedisCounter counter)
 {
+	if (counter == STATS_REDIS_BUSY)
+		stats_redis_target_event(0);
 	if (shared != NULL)
 		pg_atomic_fetch_add_u64(&shared->redis[counter], 1);
 	else
@@ -186,6 +311,7 @@ stats_redis_acquired(TimestampTz started)
 	int			bucket = stats_latency_bucket(now > started ? now - started : 0);
 
 	stats_redis_count(STATS_REDIS_ACQUIRED);
+	stats_redis_target_event(0);
 	if (shared != NULL)
 		pg_atomic_fetch_add_u64(&shared->latency[bucket], 1);
 	else
@@ -264,10 +390,54 @@ stats_redis_reset(void)
 			pg_atomic_write_u64(&shared->redis[i], 0);
 		for (i = 0; i < STATS_LATENCY_BUCKETS; i++)
 			pg_atomic_write_u64(&shared->latency[i], 0);
+		SpinLockAcquire(&shared->targets_mutex);
+		memset(shared->targets, 0, sizeof(shared->targets));
+		SpinLockRelease(&shared->targets_mutex);
 	}
 	else
 	{
 		memset(local_redis, 0, sizeof(local_redis));
 		memset(local_latency, 0, sizeof(local_latency));
+		memset(local_targets, 0, sizeof(local_targets));
 	}
+}
+
+/*
+ * fence_stat_redis_targets_data()
+ *		Per Redis target: its name, the times of the last success and of
+ *		the last error, and that error's SQLSTATE.
+ */
+Datum
+fence_stat_redis_targets_data(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RedisTarget targets[STATS_REDIS_TARGETS];
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (shared != NULL)
+	{
+		SpinLockAcquire(&shared->targets_mutex);
+		memcpy(targets, shared->targets, sizeof(targets));
+		SpinLockRelease(&shared->targets_mutex);
+	}
+	else
+		memcpy(targets, local_targets, sizeof(targets));
+	for (i = 0; i < STATS_REDIS_TARGETS; i++)
+	{
+		Datum		values[4];
+		bool		nulls[4] = {0};
+
+		if (targets[i].name[0] == '\0')
+			continue;
+		values[0] = CStringGetTextDatum(targets[i].name);
+		values[1] = TimestampTzGetDatum(targets[i].last_success);
+		nulls[1] = targets[i].last_success == 0;
+		values[2] = TimestampTzGetDatum(targets[i].last_error);
+		nulls[2] = targets[i].last_error == 0;
+		values[3] = CStringGetTextDatum(unpack_sql_state(targets[i].last_sqlstate));
+		nulls[3] = targets[i].last_error == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

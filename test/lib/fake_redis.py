@@ -22,6 +22,7 @@
 #   --close-after-acquire
 #                        close the connection once the acquire is answered,
 #                        and never answer a release on later connections
+#   --release-hang       never answer a release (or an extension)
 import argparse
 import os
 import socket
@@ -39,6 +40,7 @@ p.add_argument("--release-noscript", type=float)
 p.add_argument("--delay-auth", type=float, default=0)
 p.add_argument("--delay-select", type=float, default=0)
 p.add_argument("--close-after-acquire", action="store_true")
+p.add_argument("--release-hang", action="store_true")
 opt = p.parse_args()
 lock = threading.Lock()
 acquired = threading.Event()
@@ -112,6 +114,8 @@ def answer(args, port):
     if name in (b"EVAL", b"EVALSHA"):
         if args[2] != b"2":
             # a release or an extension
+            if opt.release_hang:
+                return None
             if opt.release_noscript is not None:
                 if name == b"EVAL":
                     return None

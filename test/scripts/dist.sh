@@ -81,6 +81,42 @@ for f in ${meta_docs#README.md }; do
 	check "the tarball holds META.json's $f" test -f "$tree/$f"
 done
 check "CHANGELOG.md has a section for $version" grep -q "^## $version\b" "$tree/CHANGELOG.md"
+# META.json agrees with CHANGELOG.md and the tree (PGXN Meta spec 1.0.0):
+# release_status is "stable" only for a version CHANGELOG.md dates, and
+# "testing" or "unstable" while its section says "(unreleased)";
+# provides' file is the file that defines the extension (its control
+# file), not one of its update scripts; resources, when given, are URLs
+python3 - "$tree" "$version" >"$workdir/meta_checks" <<'EOF' ||
+import json, os, re, sys
+tree, version = sys.argv[1], sys.argv[2]
+m = json.load(open(os.path.join(tree, "META.json")))
+heading = next((l for l in open(os.path.join(tree, "CHANGELOG.md"))
+                if re.match(r"## %s\b" % re.escape(version), l)), "")
+unreleased = "(unreleased)" in heading
+status = m.get("release_status")
+want = {"testing", "unstable"} if unreleased else {"stable"}
+def report(ok, what):
+    print(("ok - " if ok else "not ok - ") + what)
+report(status in want,
+       "META.json's release_status (%s) agrees with CHANGELOG.md's \"%s\"" % (status, heading.strip()))
+f = m["provides"]["fencing"].get("file", "")
+report(f == "fencing.control" and os.path.isfile(os.path.join(tree, f)),
+       "META.json's provides.fencing.file (%s) is the control file, in the tarball" % f)
+report(not re.search(r"--[^/]*--", f), "META.json's provides.fencing.file is no update script")
+report(m.get("meta-spec", {}).get("version") == "1.0.0", "META.json follows meta-spec 1.0.0")
+res = m.get("resources", {})
+urls = [res.get("homepage"), res.get("bugtracker", {}).get("web"), res.get("repository", {}).get("url"),
+        res.get("repository", {}).get("web")]
+report(all(u is None or re.match(r"(https|git)://[^ ]+$", u) for u in urls) and set(res) <= {"homepage", "bugtracker", "repository"},
+       "META.json's resources, if any, are homepage, bugtracker and repository URLs (%s)" % (", ".join(sorted(res)) or "none given"))
+EOF
+	echo "not ok - META.json's checks ran (python3 failed)" >>"$workdir/meta_checks"
+while IFS= read -r line; do
+	case "$line" in
+		"ok - "*) ok "${line#ok - }" ;;
+		*) not_ok "${line#not ok - }" ;;
+	esac
+done <"$workdir/meta_checks"
 check "LICENSE is the PostgreSQL Licence" grep -q '^PostgreSQL License$' "$tree/LICENSE"
 
 harness_log "building and installing $name from the tarball"

@@ -11,7 +11,9 @@
 #   one, with doc/lock-reference.md's for class TF1) name every code of
 #   src/fencing_errcodes.h and no other of class TF;
 # - README.md's "Getting started", pasted in order into fresh psql
-#   sessions against a real server and redis-server, prints what it shows.
+#   sessions against a real server and redis-server, prints what it shows,
+#   its application role's part in a session of that role (no superuser);
+#   so does doc/clients.md's example of a declared token that wins.
 #
 #   bash test/scripts/docs.sh
 set -euo pipefail
@@ -85,30 +87,39 @@ harness_start_redis
 harness_tmpdir workdir
 psql -X -q -c "ALTER DATABASE postgres SET fencing.redis_port = $REDIS_PORT"
 
-# block NAME N: the Nth code block after the "<!-- snippet: NAME" line
+# block NAME N [FILE]: the Nth code block after the "<!-- snippet: NAME"
+# line of FILE (README.md)
 block() {
 	awk -v name="$1" -v want="$2" '
 		index($0, "<!-- snippet: " name " ") == 1 { on = 1; next }
 		on && /^```/ { if (inside) { inside = 0; if (++n == want) exit; next } inside = 1; next }
 		on && inside && n + 1 == want { print }
-	' README.md
+	' "${3:-README.md}"
 }
 
-# run_snippet NAME: run the SQL block in a new session and compare what
-# psql prints with the block after it.  A token from Redis is the time in
-# microseconds: any number of 16 digits stands for another.
+# run_snippet NAME [ROLE]: run the SQL block in a new session (of ROLE,
+# if given) and compare what psql prints with the block after it.  A token
+# from Redis is the time in microseconds: any number of 16 digits stands
+# for another.  Redis's default port stands for the test's redis-server.
 run_snippet() {
 	local name=$1 got want
-	block "$name" 1 >"$workdir/$name.sql"
-	got=$(psql -X <"$workdir/$name.sql" 2>&1 | sed -E 's/[[:space:]]+$//; s/\b[0-9]{16}\b/<token>/g')
-	want=$(block "$name" 2 | sed -E 's/[[:space:]]+$//; s/\b[0-9]{16}\b/<token>/g')
-	check "README's Getting started has snippet $name and its output" test -s "$workdir/$name.sql" -a -n "$want"
-	expect "README's Getting started, $name: the output shown" "$got" "$want"
+	block "$name" 1 "${3:-README.md}" | sed -E "s/\b6379\b/$REDIS_PORT/g" >"$workdir/$name.sql"
+	got=$(psql -X ${2:+-U "$2"} <"$workdir/$name.sql" 2>&1 | sed -E 's/[[:space:]]+$//; s/\b[0-9]{16}\b/<token>/g') || true
+	want=$(block "$name" 2 "${3:-README.md}" | sed -E 's/[[:space:]]+$//; s/\b[0-9]{16}\b/<token>/g')
+	check "${3:-README.md}'s snippet $name and its output are there" test -s "$workdir/$name.sql" -a -n "$want"
+	expect "${3:-README.md}, $name: the output shown" "$got" "$want"
 }
 
 run_snippet start-table
 run_snippet start-b
 run_snippet start-a
 run_snippet start-redis
+run_snippet start-role
+run_snippet start-app app
+expect "README.md, start-app: the application role is no superuser, and wrote order 44" \
+	"$(psql -X -A -t -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'app'" -c "SELECT status, tok > 0 FROM orders WHERE order_id = 44")" \
+	$'f\npaid|t'
+# a declared token replaces the statement's, silently (doc/clients.md)
+run_snippet declared-wins "" doc/clients.md
 
 checks_finish

@@ -19,6 +19,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 harness_start_pg
 harness_tmpdir workdir
@@ -216,9 +217,15 @@ sql owned_managed >/dev/null <<'EOF'
 CREATE EXTENSION fencing;
 GRANT EXECUTE ON FUNCTION fence_guard() TO app_owner;
 EOF
-pg_restore -U app_owner -d owned_managed "$workdir/owned.dump" 2>"$workdir/pg_restore_managed.log" || true
+managed_rc=0
+pg_restore -U app_owner -d owned_managed "$workdir/owned.dump" 2>"$workdir/pg_restore_managed.log" || managed_rc=$?
 expect "the owner's restore hit no error on the marks table" \
 	"$(grep -c 'fence_high_water' "$workdir/pg_restore_managed.log" || true)" "0"
+# what a "set -e" restore job trips on: one error, COMMENT ON EXTENSION
+# (owner only), so pg_restore exits 1 (issue 37)
+expect "the owner's plain restore exits 1, its one error COMMENT ON EXTENSION" \
+	"$managed_rc|$(grep -c 'must be owner of extension fencing' "$workdir/pg_restore_managed.log" || true)|$(sed -n 's/.*errors ignored on restore: //p' "$workdir/pg_restore_managed.log")" \
+	"1|1|1"
 expect "the owner's restore brought the marks, with when each moved" \
 	"$(marks_of owned_managed || echo '(fence_marks unreadable)')" "$owned_marks"
 expect "after the owner's restore a stale write is rejected (TF001)" \
@@ -253,6 +260,45 @@ expect "and the stale write is rejected again (TF001)" \
 sql postgres -c 'CREATE ROLE app_reader LOGIN' >/dev/null
 expect "a role that does not own the database may not run the check (42501)" \
 	"$(sqlstate_of owned_managed "SET ROLE app_reader; SELECT * FROM fence_check_coverage()")" "42501"
+
+# doc/operations.md's recipes for an owner's restore that exits 0: a list
+# without the COMMENT ON EXTENSION entry (snippet owner-restore-list), or
+# no comments at all (owner-restore-no-comments).  They run as written, in
+# $workdir, on the dump "app.dump" into a database "app" set up as above.
+harness_log "the owner's restore that exits 0"
+cp "$workdir/owned.dump" "$workdir/app.dump"
+for db in app app_nc; do
+	sql postgres -c "CREATE DATABASE $db OWNER app_owner TEMPLATE template0" >/dev/null
+	sql "$db" >/dev/null <<'EOF'
+CREATE EXTENSION fencing;
+GRANT EXECUTE ON FUNCTION fence_guard() TO app_owner;
+EOF
+done
+recipe=$(snippet owner-restore-list)
+check "doc/operations.md has the recipe with a restore list" test -n "$recipe"
+if (cd "$workdir" && set -e && eval "$recipe") >"$workdir/owner_list.log" 2>&1; then
+	ok "the owner's restore with the list exits 0"
+else
+	not_ok "the owner's restore with the list exits 0"
+	sed 's/^/#   /' "$workdir/owner_list.log"
+fi
+expect "the list leaves out the extension's comment, and that entry only" \
+	"$(pg_restore -l "$workdir/app.dump" | grep -v '^;' | grep -c . || true)" \
+	"$(( $(grep -v '^;' "$workdir/app.list" | grep -c . || true) + 1 ))"
+expect "the restore with the list brought the tables, the triggers and the marks" \
+	"$(marks_of app || echo '(fence_marks unreadable)')|$(sqlstate_of app "SET ROLE app_owner; UPDATE shipments SET tok = 5 WHERE order_id = 1")" \
+	"$owned_marks|TF001"
+recipe=$(sed 's/-d app /-d app_nc /' <<<"$(snippet owner-restore-no-comments)")
+check "doc/operations.md has the recipe without comments" test -n "$recipe"
+if (cd "$workdir" && set -e && eval "$recipe") >"$workdir/owner_nc.log" 2>&1; then
+	ok "the owner's restore with --no-comments exits 0"
+else
+	not_ok "the owner's restore with --no-comments exits 0"
+	sed 's/^/#   /' "$workdir/owner_nc.log"
+fi
+expect "the restore without comments brought the marks, and the stale write is rejected (TF001)" \
+	"$(marks_of app_nc || echo '(fence_marks unreadable)')|$(sqlstate_of app_nc "SET ROLE app_owner; UPDATE shipments SET tok = 5 WHERE order_id = 1")" \
+	"$owned_marks|TF001"
 
 sql postgres -c 'CREATE DATABASE owned_copy OWNER app_owner TEMPLATE template0'
 if pg_restore --exit-on-error -d owned_copy "$workdir/owned.dump" 2>"$workdir/pg_restore_copy.log"; then

@@ -103,12 +103,14 @@ expect "the other resources' marks are untouched" \
 expect "one mark row per resource" \
 	"$(sql postgres -c "SELECT count(*) - count(DISTINCT resource) FROM fence_high_water")" 0
 
-sql postgres -c "TRUNCATE fence_high_water" -c "UPDATE h_rows SET tok = 31" >/dev/null
+sql postgres -c "SET session_replication_role = replica" -c "TRUNCATE fence_high_water" \
+	-c "RESET session_replication_role" -c "UPDATE h_rows SET tok = 31" >/dev/null
 expect "after TRUNCATE of the marks table first writes create the marks" "$(marks_off 31)" 0
 
 # TRUNCATE in the transaction that already read the table's size.
 sql postgres -c "BEGIN" -c "UPDATE h_rows SET tok = 32 WHERE id = 1" \
-	-c "TRUNCATE fence_high_water" -c "UPDATE h_rows SET tok = 33" -c "COMMIT" >/dev/null
+	-c "SET LOCAL session_replication_role = replica" -c "TRUNCATE fence_high_water" \
+	-c "SET LOCAL session_replication_role = origin" -c "UPDATE h_rows SET tok = 33" -c "COMMIT" >/dev/null
 expect "writes after a TRUNCATE of the marks table in their transaction" "$(marks_off 33)" 0
 
 checks_finish

@@ -28,7 +28,7 @@ write_secret() {
 
 sql >/dev/null <<SQL
 CREATE ROLE regress_app LOGIN;
-GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean),
+GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	TO regress_app;
 SQL

@@ -16,7 +16,9 @@
 #              Sentinel discovery and ROLE share one deadline; a waiter's
 #              subscription ends by the waiter's deadline, and one that
 #              fails is tried 3 times per acquisition, not every 200 ms;
-#   codes      a Sentinel that does not speak RESP is TF105;
+#   codes      a Sentinel that does not speak RESP is TF105; a redirect
+#              to port 0 or 65536 is an address refused (TF105);
+#   counter    tokens at or below the mark are TF121 at once;
 #   sent       an attempt cancelled before its command was sent leaves no
 #              owner behind that may hold the lock.
 #
@@ -145,6 +147,13 @@ sess a "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT'; SELECT fenced_
 expect_match "with fencing.redis_discovered_host_names on, the redirect is followed" "$S|$R" '^00000\|[1-9][0-9]*$'
 sess a "RESET fencing.redis_cluster_nodes; RESET fencing.redis_discovered_host_names;"
 
+# A port out of range is an address refused (TF105) like the others, not
+# a refusal of the script by the server (TF103, 1.2).
+for port in 0 65536; do
+	REFUSED_TEXT="redirected to \"127\.0\.0\.1:$port\", which fencing refuses.*DETAIL: +A port must be a number from 1 to 65535"
+	redirected "-MOVED to port $port" --eval "-MOVED 1 127.0.0.1:$port"
+done
+
 # sentinel_names DESCRIPTION ADDRESS REGEX: a Sentinel names ADDRESS as
 # the primary: TF105, with a detail matching REGEX.
 sentinel_names() {
@@ -249,6 +258,23 @@ n=$(grep -c '^SUBSCRIBE' "$FAKE_LOG")
 check "3 s of wait subscribe at most 3 times ($n)" test "$n" -le 3
 n=$(grep -c '^EVALSHA' "$FAKE_LOG")
 check "and poll meanwhile ($n attempts)" test "$n" -gt 5
+sess b "RESET ALL;"
+fake_stop_all
+
+# ---------------------------------------------------------------- counter
+
+# A server whose acquire script answers tokens at or below the mark it was
+# given as the floor (its clock, below a mark set above it), and never
+# answers a give-back: an error naming the counter problem (TF121) within
+# the one command timeout of the acquisition, not NULL (read as "busy")
+# after three rounds each waiting for a give-back (1.2).
+fake_start --release-hang
+sql -c "SELECT fence_advance('low:1', 9000000000000000)" >/dev/null
+sess b "SET fencing.redis_port = $FAKE_PORT; SET fencing.redis_command_timeout = '2s'; SELECT fenced_acquire('low:1');"
+expect "tokens at or below the mark: TF121" "$S" "TF121"
+expect_match "the error names the token, the mark and the resource" "$R" \
+	'ERROR: +Redis server .* issued token [0-9]+ for resource "low:1", not above its high-water mark 9000000000000000'
+check "within the command timeout (2 s) ($T ms)" test "$T" -lt 2000
 sess b "RESET ALL;"
 fake_stop_all
 

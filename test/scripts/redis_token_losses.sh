@@ -74,11 +74,11 @@ for form in expiry flush; do
 				sess a "SELECT fenced_acquire('$r', ttl => '1 s');"
 				first=$(echo "$R" | tail -1)
 				sess a "SELECT fenced_release('$r');"
-				# the next token comes from the counter, one above
+				# the next token would be counted on from the repaired
+				# counter, recorded by Redis alone: refused (issue 38)
 				sess a "SELECT fenced_acquire('$r', ttl => '1 s');"
-				ta=$(echo "$R" | tail -1)
-				check "$r: A's second token is counted on from its repaired first one ($ta = $first + 1)" \
-					test "${ta:-0}" -eq "$((${first:-0} + 1))" 2>/dev/null
+				expect "$r: A's second token, counted on from its repaired first one, is refused" "$S" "TF120"
+				ta=$first
 				sess a "RESET fencing.acquire_raises_mark;"
 				;;
 		esac

@@ -39,6 +39,7 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
 
 harness_start_pg
 harness_tmpdir workdir
@@ -315,6 +316,18 @@ for v in $old_versions; do
 		"$(sql "$db" -c "SELECT fence_mark('order:1')")" "35"
 	expect "$db: the rows after the writes" \
 		"$(sql "$db" -c 'SELECT id, status, tok FROM orders ORDER BY id')" $'1|paid|6\n2|new|12'
+
+	# fenced_acquire and fenced_acquire_xact gained renew in 1.2: a grant
+	# script naming the three-argument signature fails after the update
+	# (doc/operations.md, Upgrading), the one the doc gives passes
+	sql postgres -c "DO \$\$ BEGIN CREATE ROLE app; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$"
+	expect "$db: after the update, GRANT on fenced_acquire's signature before 1.2 fails (42883)" \
+		"$(sqlstate_of "$db" "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval) TO app")" "42883"
+	expect "$db: the GRANT of doc/operations.md on the signature since 1.2 passes" \
+		"$(sqlstate_of "$db" "$(snippet grant-acquire)")" "00000"
+	expect "$db: and gives app both functions" \
+		"$(sql "$db" -c "SELECT has_function_privilege('app', 'fenced_acquire(text, interval, interval, boolean)', 'EXECUTE'),
+			has_function_privilege('app', 'fenced_acquire_xact(text, interval, interval, boolean)', 'EXECUTE')")" "t|t"
 
 	# An install of version $v whose marks table was created under another
 	# default_table_access_method (here heap_copy, heap's handler under
