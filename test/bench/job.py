@@ -5,13 +5,24 @@ Each of WORKERS processes holds one psycopg2 connection (TCP, loopback)
 and one redis-py connection, and runs, for SECONDS, the job of the design
 it is told, on random accounts out of ACCOUNTS.  The parent starts the
 workers of one measurement together, adds their jobs, and reads the CPU
-time of their backends and of redis-server from /proc (schedstat: ns on
+time of the backends and of redis-server from /proc (schedstat: ns on
 a CPU; stat: clock ticks, where schedstat is missing).
 
-Usage: job.py PGPORT REDIS_PORT REDIS_PID SECONDS ROUNDS SYNC
+Usage: job.py PGPORT REDIS_PORT REDIS_PID SECONDS ROUNDS SYNC [DIRECT_PORT]
 prints the backends' PIDs, then one line per measurement: round design
-jobs/s backend-us/job redis-us/job client-us/job, and nothing else (the summary is the shell's).
+jobs/s backend-us/job redis-us/job client-us/job.  With DIRECT_PORT,
+PGPORT is a pooler's (pgbouncer in transaction mode): the workers set
+nothing for their session (synchronous_commit is the server's), and the
+backends are the server connections found on DIRECT_PORT after the
+warm-up.
+
+       job.py summary FILE DESIGN...
+prints the summary of FILE's measurements: per design the median jobs/s,
+the median over rounds of its rate over its hand-written twin's in the
+same round (hand, or rw_hand for rw_*) with a distribution-free 95%
+interval of that median (order statistics), and the CPU per job.
 """
+import math
 import multiprocessing as mp
 import os
 import random
@@ -40,7 +51,7 @@ end
 return 0
 """
 
-DESIGNS = ["hand", "hand_guard", "fenced", "fenced_guard", "rw_hand", "rw_fenced"]
+DESIGNS = ["hand", "hand_guard", "fenced", "fenced_guard", "rw_hand", "rw_fenced", "rw_fenced2"]
 
 
 def cpu_ns(pid):
@@ -59,14 +70,16 @@ def cpu_ns(pid):
 
 
 class Worker:
-    def __init__(self, pgport, redis_port, sync):
+    def __init__(self, pgport, redis_port, sync, pooled):
         self.pg = psycopg2.connect(host="127.0.0.1", port=pgport, user="postgres",
                                    dbname="postgres")
         self.pg.autocommit = True
         cur = self.pg.cursor()
-        cur.execute("SET synchronous_commit = " + sync)
-        cur.execute("SELECT pg_backend_pid()")
-        self.backend = cur.fetchone()[0]
+        self.backend = None
+        if not pooled:
+            cur.execute("SET synchronous_commit = " + sync)
+            cur.execute("SELECT pg_backend_pid()")
+            self.backend = cur.fetchone()[0]
         self.cur = cur
         self.r = redis.Redis(host="127.0.0.1", port=redis_port)
         self.lock = self.r.register_script(LOCK_LUA)
@@ -116,25 +129,36 @@ class Worker:
             b = cur.fetchone()[0]
             cur.execute("UPDATE acct_rwfenced SET balance = %s WHERE id = %s", (b + 1, n))
             cur.execute("COMMIT")
+        elif design == "rw_fenced2":
+            # doc/clients.md's two round trips: BEGIN, the lock and the read
+            # in a statement of its own (its snapshot taken once the lock is
+            # held); then the write and COMMIT
+            cur.execute("BEGIN; SELECT fenced_acquire_xact(%(r)s, wait => '10s');"
+                        " SELECT balance, EXISTS (SELECT FROM fence_declared()"
+                        " WHERE resource = %(r)s) FROM acct_rwfenced2 WHERE id = %(n)s",
+                        {"r": "r2:%d" % n, "n": n})
+            b, locked = cur.fetchone()
+            if not locked:
+                cur.execute("ROLLBACK")
+                raise RuntimeError("r2:%d busy after 10 s" % n)
+            cur.execute("UPDATE acct_rwfenced2 SET balance = %s WHERE id = %s; COMMIT",
+                        (b + 1, n))
         else:
             raise ValueError(design)
 
     def run(self, design, seconds):
         rnd = random.Random()
         jobs = 0
-        before = cpu_ns(self.backend)
         own = time.process_time()
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             self.job(design, rnd.randint(1, ACCOUNTS))
             jobs += 1
-        after = cpu_ns(self.backend)
-        own = time.process_time() - own
-        return jobs, None if before is None or after is None else after - before, own
+        return jobs, time.process_time() - own
 
 
-def serve(conn, pgport, redis_port, sync):
-    w = Worker(pgport, redis_port, sync)
+def serve(conn, pgport, redis_port, sync, pooled):
+    w = Worker(pgport, redis_port, sync, pooled)
     conn.send(w.backend)
     while True:
         msg = conn.recv()
@@ -143,34 +167,62 @@ def serve(conn, pgport, redis_port, sync):
         conn.send(w.run(*msg))
 
 
-def main():
+def cpu_sum(pids):
+    """CPU time of all of pids in ns, or None if /proc does not say for one."""
+    total = 0
+    for pid in pids:
+        ns = cpu_ns(pid)
+        if ns is None:
+            return None
+        total += ns
+    return total
+
+
+def server_connections(direct_port):
+    """The client backends of the server other than this one: behind the
+    pooler, its server connections."""
+    conn = psycopg2.connect(host="127.0.0.1", port=direct_port, user="postgres",
+                            dbname="postgres")
+    with conn, conn.cursor() as cur:
+        cur.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                    " AND pid <> pg_backend_pid()")
+        pids = [r[0] for r in cur.fetchall()]
+    conn.close()
+    return pids
+
+
+def measure():
     pgport, redis_port, redis_pid = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     seconds, rounds, sync = float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+    direct_port = int(sys.argv[7]) if len(sys.argv) > 7 else None
     designs = os.environ.get("DESIGNS", " ".join(DESIGNS)).split()
     pipes = []
     for _ in range(WORKERS):
         parent, child = mp.Pipe()
-        mp.Process(target=serve, args=(child, pgport, redis_port, sync), daemon=True).start()
+        mp.Process(target=serve, args=(child, pgport, redis_port, sync, direct_port is not None),
+                   daemon=True).start()
         pipes.append(parent)
-    backends = [p.recv() for p in pipes]
-    print("backends " + " ".join(map(str, backends)), flush=True)
+    backends = [b for b in (p.recv() for p in pipes) if b is not None]
     # warm up: every design once, briefly (caches, plans, scripts loaded)
     plan = [(0, d, 1.0) for d in designs]
     for rnd in range(1, rounds + 1):
         order = designs if rnd % 2 == 1 else list(reversed(designs))
         plan += [(rnd, d, seconds) for d in order]
-    for rnd, design, secs in plan:
-        r0 = cpu_ns(redis_pid)
+    for i, (rnd, design, secs) in enumerate(plan):
+        if i == len(designs):  # warmed up: behind the pooler, its connections are open
+            if direct_port is not None:
+                backends = server_connections(direct_port)
+            print("backends " + " ".join(map(str, backends)), flush=True)
+        r0, b0 = cpu_ns(redis_pid), cpu_sum(backends)
         t0 = time.monotonic()
         for p in pipes:
             p.send((design, secs))
         results = [p.recv() for p in pipes]
         elapsed = time.monotonic() - t0
-        r1 = cpu_ns(redis_pid)
-        jobs = sum(j for j, _, _ in results)
-        cpus = [c for _, c, _ in results]
-        client = sum(o for _, _, o in results) * 1e6 / jobs
-        be = "-" if None in cpus else "%.1f" % (sum(cpus) / 1000.0 / jobs)
+        r1, b1 = cpu_ns(redis_pid), cpu_sum(backends)
+        jobs = sum(j for j, _ in results)
+        client = sum(o for _, o in results) * 1e6 / jobs
+        be = "-" if b0 is None or b1 is None else "%.1f" % ((b1 - b0) / 1000.0 / jobs)
         rc = "-" if r0 is None or r1 is None else "%.1f" % ((r1 - r0) / 1000.0 / jobs)
         if rnd > 0:
             print("%d %s %.0f %s %s %.1f" % (rnd, design, jobs / elapsed, be, rc, client),
@@ -179,5 +231,64 @@ def main():
         p.send(None)
 
 
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    if n == 0:
+        return None
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def median_interval(values):
+    """A distribution-free interval of the median of values: the k-th
+    smallest and k-th largest, k the largest with P(Binomial(n, 1/2) < k)
+    <= 0.025; returns (low, high, coverage), or None when n is below 6."""
+    v = sorted(values)
+    n = len(v)
+    tail, k = 0.0, 0
+    while True:
+        p = tail + math.comb(n, k) / 2.0 ** n
+        if p > 0.025:
+            break
+        tail, k = p, k + 1
+    if k == 0:
+        return None
+    return v[k - 1], v[n - k], 1 - 2 * tail
+
+
+def summary():
+    path, designs = sys.argv[2], sys.argv[3:]
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) == 6 and fields[0].isdigit():
+                rows[(int(fields[0]), fields[1])] = fields[2:]
+    print("%-12s %9s %7s %17s %14s %12s %13s" % ("design", "jobs/s", "ratio", "95% interval",
+                                                   "backend-us/job", "redis-us/job",
+                                                   "client-us/job"))
+    for d in designs:
+        anchor = "rw_hand" if d.startswith("rw_") else "hand"
+        mine = {r: v for (r, dd), v in rows.items() if dd == d}
+        if not mine:
+            continue
+        rate = median(float(v[0]) for v in mine.values())
+        ratios = [float(v[0]) / float(rows[(r, anchor)][0]) for r, v in mine.items()
+                  if (r, anchor) in rows and float(rows[(r, anchor)][0]) > 0]
+        ratio = median(ratios)
+        ci = median_interval(ratios) if ratios and d != anchor else None
+
+        def col(i):
+            m = median(float(v[i]) for v in mine.values() if v[i] != "-")
+            return "-" if m is None else "%.0f" % m
+        print("%-12s %9.0f %7s %17s %14s %12s %13s" % (
+            d, rate, "-" if ratio is None else "%.3f" % ratio,
+            "-" if ci is None else "%.2f-%.2f (%d%%)" % (ci[0], ci[1], round(100 * ci[2])),
+            col(1), col(2), col(3)))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["summary"]:
+        summary()
+    else:
+        measure()

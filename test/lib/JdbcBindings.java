@@ -53,6 +53,8 @@ public class JdbcBindings {
         String insert = "INSERT INTO bind_orders SELECT max(order_id) + 1, ? FROM bind_orders";
         String use = "SELECT fence_use('bind:1', ?, is_local => true)";
         String useCast = "SELECT fence_use('bind:1', ?::fence_token, is_local => true)";
+        // the hand-written pattern's comparison with a token column
+        String below = "SELECT count(*) FROM bind_orders WHERE tok < ?";
 
         Binder setLong = (ps, t) -> ps.setLong(1, t);
         Binder setString = (ps, t) -> ps.setString(1, Long.toString(t));
@@ -71,6 +73,10 @@ public class JdbcBindings {
             expect("setObject(BigInteger) in fence_use: 42883", "42883", run(c, use, setBigInteger));
             expect("setObject(BigInteger) in fence_use with ?::fence_token", "00000", run(c, useCast, setBigInteger));
             expect("setObject(String, Types.OTHER) in fence_use", "00000", run(c, use, setOther));
+            expect("setLong in WHERE tok < ?", "00000", run(c, below, setLong));
+            expect("setString in WHERE tok < ?: 42883", "42883", run(c, below, setString));
+            expect("setObject(BigInteger) in WHERE tok < ?: 42883", "42883", run(c, below, setBigInteger));
+            expect("setObject(String, Types.OTHER) in WHERE tok < ?", "00000", run(c, below, setOther));
             expect("a stale token bound with setString is rejected: TF001", "TF001",
                 run(c, update, (ps, t) -> ps.setString(1, "99")));
 
@@ -84,6 +90,7 @@ public class JdbcBindings {
         try (Connection c = DriverManager.getConnection(url + "&stringtype=unspecified")) {
             expect("stringtype=unspecified: setString in fence_use", "00000", run(c, use, setString));
             expect("stringtype=unspecified: setString into a token column", "00000", run(c, update, setString));
+            expect("stringtype=unspecified: setString in WHERE tok < ?", "00000", run(c, below, setString));
         }
         System.out.println("# " + failed + " failed");
         System.exit(failed == 0 ? 0 : 1);

@@ -18,6 +18,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/psql.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/snippet.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/job_holder.sh"
 
 java_pkgs=(default-jdk-headless libpostgresql-jdbc-java libhikaricp-java libslf4j-java)
 if ! harness_install_deps "${java_pkgs[@]}" || ! command -v javac >/dev/null; then
@@ -44,12 +45,17 @@ CREATE TABLE bind_orders (order_id int PRIMARY KEY, tok fence_token);
 CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON bind_orders
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'bind:1');
 INSERT INTO bind_orders VALUES (1, 1);
+CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL, tok fence_token);
+CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON accounts
+	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'acct:{id}');
+INSERT INTO accounts VALUES (1, 0, 1);
 SQL
 
 mkdir "$workdir/classes"
 snippet java >"$workdir/FencedWrites.java"
 snippet java-outage >"$workdir/RedisOutage.java"
-cp "$FENCING_TOP/test/lib/JdbcBindings.java" "$workdir/"
+snippet job-java >"$workdir/FencedJob.java"
+cp "$FENCING_TOP/test/lib/JdbcBindings.java" "$FENCING_TOP/test/lib/JdbcPooler.java" "$workdir/"
 if javac -d "$workdir/classes" -cp "$classpath" "$workdir"/*.java 2>"$workdir/javac.log"; then
 	ok "doc/clients.md's Java snippets and JdbcBindings.java compile"
 else
@@ -74,6 +80,99 @@ else
 	not_ok "every binding of doc/clients.md's table behaves as it says"
 fi
 sed 's/^/#   /' "$workdir/bindings.log"
+
+# The job's shapes (doc/clients.md "pgJDBC and HikariCP"), during a previous
+# holder's transaction of acct:1 that adds 100 and commits while the
+# shape's acquisition waits: the read sees it, no update is lost.
+balance() { sql -c "SELECT balance FROM accounts WHERE id = 1"; }
+run_shape() {
+	local where=$1 url=$2 out before
+	before=$(balance)
+	hold waiter
+	out=$(JDBC_URL=$url run_java FencedJob)
+	check "... the previous holder committed" holder_done
+	expect "doc/clients.md's pgJDBC shapes $where: the read sees the previous holder's commit" \
+		"$out" "read-then-write read $((before + 100))
+write-only done"
+	expect "... and no update is lost" "$(balance)" "$((before + 102))"
+	expect "... and the lock was given back" "$(redis-cli -p "$REDIS_PORT" EXISTS "$hold_lock_key")" 0
+}
+run_shape directly "$JDBC_URL"
+# a COMMIT that commit() sent after the write's would find no transaction
+# shellcheck disable=SC2016
+check "... and commit() sends no COMMIT of its own after the write's" \
+	bash -c '! grep -q "there is no transaction in progress" "$1"' _ "$PGHOST/server.log"
+
+# Behind pgbouncer in transaction mode (doc/clients.md "Behind pgbouncer"):
+# two server connections for three clients.  pgJDBC sends
+# extra_float_digits at startup, which pgbouncer refuses unless told to
+# ignore it: first without ignore_startup_parameters, then with it
+# (reloaded on SIGHUP).
+harness_install_deps pgbouncer
+bouncer_dir=
+harness_tmpdir bouncer_dir
+bouncer_port=$(harness_free_port)
+printf '"postgres" ""\n' >"$bouncer_dir/users.txt"
+cat >"$bouncer_dir/pgbouncer.ini" <<INI
+[databases]
+app = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bouncer_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $bouncer_dir/users.txt
+pool_mode = transaction
+default_pool_size = 2
+max_client_conn = 20
+admin_users = postgres
+pidfile = $bouncer_dir/pgbouncer.pid
+logfile = $bouncer_dir/pgbouncer.log
+INI
+chmod 644 "$bouncer_dir"/*
+if [ "$(id -u)" -eq 0 ]; then
+	chown postgres: "$bouncer_dir"/*
+	pgbouncer -d -u postgres "$bouncer_dir/pgbouncer.ini"
+else
+	pgbouncer -d "$bouncer_dir/pgbouncer.ini"
+fi
+for _ in $(seq 100); do
+	[ -s "$bouncer_dir/pgbouncer.pid" ] && break
+	sleep 0.05
+done
+HARNESS_PIDS+=("$(cat "$bouncer_dir/pgbouncer.pid")")
+bouncer_url="jdbc:postgresql://127.0.0.1:$bouncer_port/app?user=postgres"
+expect_match "pgbouncer refuses pgJDBC's connection without ignore_startup_parameters" \
+	"$(run_java JdbcPooler "$bouncer_url" 1 1)" "unsupported startup parameter: extra_float_digits"
+sed -i 's/^pidfile = /ignore_startup_parameters = extra_float_digits\npidfile = /' "$bouncer_dir/pgbouncer.ini"
+kill -HUP "$(cat "$bouncer_dir/pgbouncer.pid")"
+for _ in $(seq 100); do
+	grep -q 'ignore_startup_parameters|extra_float_digits' <(psql -X -A -t -h 127.0.0.1 -p "$bouncer_port" -U postgres pgbouncer -c 'SHOW CONFIG' 2>/dev/null) && break
+	sleep 0.05
+done
+
+sql -c "CREATE TABLE pooled (id int PRIMARY KEY, balance bigint NOT NULL, tok fence_token);
+	CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON pooled
+		FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'pool:{id}');
+	INSERT INTO pooled VALUES (1, 0, 1), (2, 0, 1)" >/dev/null
+pooled_sum() { sql -c "SELECT sum(balance) FROM pooled"; }
+before=$(pooled_sum)
+out=$(run_java JdbcPooler "$bouncer_url" 3 40)
+echo "$out" | sed 's/^/# with defaults: /'
+expect_match "through pgbouncer in transaction mode, pgJDBC's defaults fail jobs with 42P05 or 26000 (its prepared statements)" \
+	"$out" "^jobs [0-9]+ of 120 sqlstates .*(42P05|26000)"
+check "... and fewer than all jobs commit" test "$(sed -n 's/^jobs \([0-9]*\) of.*/\1/p' <<<"$out")" -lt 120
+# what the failed jobs left on pgbouncer's server connections (their
+# transactions, and the locks those hold) ends with the backends
+sql -c "SELECT count(pg_terminate_backend(pid)) >= 0 FROM pg_stat_activity
+	WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
+before=$(pooled_sum)
+out=$(run_java JdbcPooler "$bouncer_url&prepareThreshold=0" 3 40)
+expect "with prepareThreshold=0 every job commits" "$out" "jobs 120 of 120
+sqlstates -"
+expect "... and no update is lost" "$(pooled_sum)" "$((before + 120))"
+run_shape "through pgbouncer with prepareThreshold=0" "$bouncer_url&prepareThreshold=0"
 
 kill "$REDIS_PID"
 wait "$REDIS_PID" 2>/dev/null || true

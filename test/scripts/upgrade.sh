@@ -323,11 +323,14 @@ for v in $old_versions; do
 	sql postgres -c "DO \$\$ BEGIN CREATE ROLE app; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$"
 	expect "$db: after the update, GRANT on fenced_acquire's signature before 1.2 fails (42883)" \
 		"$(sqlstate_of "$db" "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval) TO app")" "42883"
-	expect "$db: the GRANT of doc/operations.md on the signature since 1.2 passes" \
+	# and max_hold in 1.3: the 1.2 signature fails too
+	expect "$db: after the update, GRANT on fenced_acquire's 1.2 signature fails (42883)" \
+		"$(sqlstate_of "$db" "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean) TO app")" "42883"
+	expect "$db: the GRANT of doc/operations.md on the signature since 1.3 passes" \
 		"$(sqlstate_of "$db" "$(snippet grant-acquire)")" "00000"
 	expect "$db: and gives app both functions" \
-		"$(sql "$db" -c "SELECT has_function_privilege('app', 'fenced_acquire(text, interval, interval, boolean)', 'EXECUTE'),
-			has_function_privilege('app', 'fenced_acquire_xact(text, interval, interval, boolean)', 'EXECUTE')")" "t|t"
+		"$(sql "$db" -c "SELECT has_function_privilege('app', 'fenced_acquire(text, interval, interval, boolean, interval)', 'EXECUTE'),
+			has_function_privilege('app', 'fenced_acquire_xact(text, interval, interval, boolean, interval)', 'EXECUTE')")" "t|t"
 
 	# An install of version $v whose marks table was created under another
 	# default_table_access_method (here heap_copy, heap's handler under
