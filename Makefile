@@ -31,6 +31,8 @@ OBJS = \
 	src/marks/marks.o \
 	src/marks/marks_cache.o \
 	src/marks/marks_floor.o \
+	src/marks/marks_held.o \
+	src/marks/marks_report.o \
 	src/marks/marks_sql.o \
 	src/marks/marks_table.o \
 	src/marks/marks_write.o \

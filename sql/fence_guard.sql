@@ -220,17 +220,32 @@ UPDATE orders SET tok = 12 WHERE order_id = 50;
 ROLLBACK;
 SELECT fence_mark('order:50');
 
--- raises in one transaction rewrite the mark's version in place, without
--- a lookup; a version the same transaction then rewrote by hand (as a
--- superuser may) is no longer the mark, and the next raise looks it up
+-- a transaction writes a mark's row at its first write and at commit: the
+-- raises in between are kept in memory, which fence_mark() shows and a
+-- SELECT of the table does not (it shows the version written, a lower
+-- bound); a mark rewritten by hand in the same transaction (as a
+-- superuser may) is not seen by its later checks, and commits at the
+-- higher of the two
 BEGIN;
-INSERT INTO orders VALUES (50, 10, 'new');
-UPDATE orders SET tok = 11 WHERE order_id = 50;
-UPDATE orders SET tok = 12 WHERE order_id = 50;
-SELECT fence_mark('order:50');
-UPDATE fence_high_water SET token = 500 WHERE resource = 'order:50';
-UPDATE orders SET tok = 13 WHERE order_id = 50;
-ROLLBACK;
+INSERT INTO orders VALUES (59, 10, 'new');
+UPDATE orders SET tok = 11 WHERE order_id = 59;
+UPDATE orders SET tok = 12 WHERE order_id = 59;
+SELECT fence_mark('order:59'),
+	(SELECT token FROM fence_high_water WHERE resource = 'order:59') AS stored;
+UPDATE fence_high_water SET token = 500 WHERE resource = 'order:59';
+UPDATE orders SET tok = 13 WHERE order_id = 59;
+COMMIT;
+SELECT fence_mark('order:59');
+BEGIN;
+UPDATE orders SET tok = 501 WHERE order_id = 59;
+UPDATE orders SET tok = 502 WHERE order_id = 59;
+UPDATE fence_high_water SET token = 1 WHERE resource = 'order:59';
+COMMIT;
+SELECT fence_mark('order:59');
+SELECT fence_use('order:59', 502);
+DELETE FROM orders WHERE order_id = 59;
+SELECT fence_use('order:59', NULL);
+SELECT fence_forget('order:59');
 
 -- an UPDATE that moves a row to another resource is checked against both
 INSERT INTO orders VALUES (60, 5, 'a');

@@ -13,9 +13,9 @@
  * 15's C API is bridged here, with the version that made it.
  *
  * Macros rather than functions, where that is enough, so that including
- * this header pulls in little (the wait event header, and on 18 what the
- * in-place update below needs): the file that uses a macro includes what
- * it expands to, as it would for the function itself.
+ * this header pulls in little (the wait event header): the file that uses
+ * a macro includes what it expands to, as it would for the function
+ * itself.
  *
  * IDENTIFICATION
  *	  src/pg_compat.h
@@ -80,81 +80,6 @@
 #define fencing_heap_update(rel, otid, newtup, cid, crosscheck, wait, tmfd, lockmode) \
 	heap_update((rel), (otid), (newtup), (cid), (crosscheck), (wait), \
 				(tmfd), (lockmode))
-#endif
-
-/*
- * PostgreSQL 18 replaced heap_inplace_update(), which earlier versions
- * keep, by heap_inplace_lock() and heap_inplace_update_and_unlock(), made
- * for catalogs: they lock against a concurrent heap_update() of the same
- * tuple and refuse a tuple the current command wrote, which a mark raised
- * twice in one statement is.  Neither matters for a mark version: no one
- * else can update it (this subtransaction created it and is running) and
- * the overwrite keeps the length.  So on 18 the overwrite is written here
- * as heap_inplace_update() wrote it: the tuple's data replaced under an
- * exclusive buffer lock and WAL-logged as a heap in-place update, which
- * carries no invalidation messages (a user table has no cache entries).
- */
-#if PG_VERSION_NUM >= 180000
-#include "access/heapam_xlog.h"
-#include "access/htup_details.h"
-#include "access/xloginsert.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "utils/rel.h"
-
-static inline void
-fencing_heap_inplace_update(Relation rel, HeapTuple tuple)
-{
-	OffsetNumber offnum = ItemPointerGetOffsetNumber(&tuple->t_self);
-	uint32		newlen = tuple->t_len - tuple->t_data->t_hoff;
-	Buffer		buffer;
-	Page		page;
-	ItemId		lp = NULL;
-	HeapTupleHeader htup;
-
-	buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(&tuple->t_self));
-	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-	page = BufferGetPage(buffer);
-	if (offnum >= FirstOffsetNumber && offnum <= PageGetMaxOffsetNumber(page))
-		lp = PageGetItemId(page, offnum);
-	if (lp == NULL || !ItemIdIsNormal(lp))
-		elog(ERROR, "no tuple at (%u,%u) of \"%s\" to update in place",
-			 ItemPointerGetBlockNumber(&tuple->t_self), offnum,
-			 RelationGetRelationName(rel));
-	htup = (HeapTupleHeader) PageGetItem(page, lp);
-	if (htup->t_hoff != tuple->t_data->t_hoff ||
-		ItemIdGetLength(lp) - htup->t_hoff != newlen)
-		elog(ERROR, "in-place update of \"%s\" would change the tuple's length",
-			 RelationGetRelationName(rel));
-
-	START_CRIT_SECTION();
-	memcpy((char *) htup + htup->t_hoff,
-		   (char *) tuple->t_data + tuple->t_data->t_hoff, newlen);
-	MarkBufferDirty(buffer);
-	if (RelationNeedsWAL(rel))
-	{
-		xl_heap_inplace xlrec;
-		XLogRecPtr	recptr;
-
-		xlrec.offnum = offnum;
-		xlrec.dbId = MyDatabaseId;
-		xlrec.tsId = MyDatabaseTableSpace;
-		xlrec.relcacheInitFileInval = false;
-		xlrec.nmsgs = 0;
-		XLogBeginInsert();
-		XLogRegisterData(&xlrec, MinSizeOfHeapInplace);
-		XLogRegisterBuffer(0, buffer, REGBUF_STANDARD);
-		XLogRegisterBufData(0, (char *) htup + htup->t_hoff, newlen);
-		recptr = XLogInsert(RM_HEAP_ID, XLOG_HEAP_INPLACE);
-		PageSetLSN(page, recptr);
-	}
-	END_CRIT_SECTION();
-
-	UnlockReleaseBuffer(buffer);
-}
-#else
-#define fencing_heap_inplace_update(rel, tuple) \
-	heap_inplace_update((rel), (tuple))
 #endif
 
 /*

@@ -2,15 +2,14 @@
  *
  * marks.c
  *	  High-water marks: the highest token accepted per resource, checked
- *	  and raised, and the report of a stale token (TF001).
+ *	  and raised (rejections are reported by marks_report.c).
  *
  * The marks live in the extension's table fence_high_water, one row per
  * resource (marks_table.c finds and reads it, marks_write.c writes it).
  * A write with token T to resource R finds the newest version of R's row
  * and
  *
- * - if the mark is below T, updates it to T (in place, when the current
- *   subtransaction created that version: see marks_raise);
+ * - if the mark is below T, updates it to T;
  * - if it is at or above T, locks it (FOR NO KEY UPDATE) and compares;
  * - if there is none, inserts it.
  *
@@ -20,22 +19,21 @@
  * the raise back with it.  This is what INSERT ... ON CONFLICT DO UPDATE
  * ... WHERE mark < T does.  As ON CONFLICT does, a mark moved by a
  * transaction that our REPEATABLE READ or SERIALIZABLE snapshot cannot
- * see is a serialization failure.
+ * see is a serialization failure.  Two first writes to one resource must
+ * not both insert: before inserting, a writer takes a heavyweight lock on
+ * the resource name's hash and looks again, holding the lock until its
+ * row is in the index, where the second writer's look finds it and waits
+ * for the first to commit.
  *
- * Two first writes to one resource must not both insert: before inserting,
- * a writer takes a heavyweight lock on the resource name's hash and looks
- * again, holding the lock until its row is in the index, where the second
- * writer's look finds it and waits for the first to commit.
- *
- * Once a transaction has checked and locked a resource at token T, later
- * rows of that resource with token T cannot fail (nobody else can move the
- * mark while we hold the lock), so the per-transaction cache (marks_cache.c)
- * answers them without a lookup; it also remembers the live version of
- * each mark held, per subtransaction level, from which a raise goes
- * without a lookup.  A first write in a transaction tries the address the
- * shared hint table (marks_cache.c) last recorded.  Such an address is
- * taken only after marks_fetch has checked that it still holds the mark's
- * newest version, as the index would find it; else the mark is looked up.
+ * A transaction writes each mark at most twice.  Once it has created a
+ * version of the mark, no one else can write the row before it ends, so
+ * later raises are kept in memory per subtransaction level (marks_held.c)
+ * and the last is written at pre-commit, after the deferred triggers, or
+ * at PREPARE.  Its own checks and reads answer from memory; others see the
+ * version written, a lower bound, and wait for the row lock as before.  An
+ * acquisition's raise is always written.  A first write in a transaction
+ * tries the address the shared hint table (marks_cache.c) last recorded,
+ * taken only once marks_fetch has checked it; else the mark is looked up.
  *
  * moved_at says when a mark was created or last raised, and also, to
  * within MARK_REFRESH_INTERVAL, when it was last written at its own token:
@@ -45,15 +43,6 @@
  * refresh one microsecond less, which is how strict mode tells a mark
  * this transaction raised from one it only refreshed.
  *
- * The hint of a stale token.  A holder that lost its lock offers a token a little below the mark: the
- * next holder's.  A token orders of magnitude below it is another story:
- * the resource takes tokens from two sources that do not know of each
- * other.  fenced_acquire() issues tokens near the Redis clock in
- * microseconds (about 1.8 * 10^15), while a worker that INCRs a counter
- * key of its own counts from 1, and is fenced out for good once the first
- * fenced_acquire() token was written.  Such a rejection says so, and how
- * to share one counter.
- *
  * IDENTIFICATION
  *	  src/marks/marks.c
  *
@@ -62,11 +51,13 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/extension.h"
 #include "fencing_errcodes.h"
 #include "marks/marks.h"
 #include "marks/marks_int.h"
 #include "miscadmin.h"
 #include "stats/stats.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 /*
@@ -80,29 +71,47 @@ typedef enum ClaimMode
 {
 	CLAIM_CHECK,				/* raise to the token, or reject if above */
 	CLAIM_CHECK_STRICT,			/* the same, rejecting an equal mark too */
-	CLAIM_ADVANCE				/* raise to the token, never reject */
+	CLAIM_ADVANCE,				/* raise to the token, never reject */
+	CLAIM_STORE					/* the same, writing a raise kept in memory */
 } ClaimMode;
+
+/* What marks_claim found and did. */
+typedef struct MarksClaim
+{
+	FenceToken	mark;			/* the mark, as this transaction holds it */
+	bool		written;		/* set by this transaction, not found */
+	bool		own;			/* version created by this transaction */
+	FenceToken	stored;			/* the token stored in version */
+	ItemPointerData version;	/* the live version, ours or locked */
+} MarksClaim;
+
+static void marks_xact_callback(XactEvent event, void *arg);
+
+/* The pre-commit writes of raises kept in memory are done (see below). */
+static bool stored_all = false;
 
 /*
  * marks_at_xact_end
- *		Forget what this transaction checked and held (marks_cache.c);
+ *		Forget what this transaction checked and held (marks_held.c);
  *		called when a transaction ends, whichever way.
  */
 void
 marks_at_xact_end(void)
 {
-	marks_cache_at_xact_end();
+	marks_held_at_xact_end();
+	stored_all = false;
 }
 
 /*
  * marks_init
- *		Register the cache's callbacks and the hint table; called from
- *		_PG_init.
+ *		Register the callbacks of the marks held and the hint table;
+ *		called from _PG_init.
  */
 void
 marks_init(void)
 {
-	marks_cache_init();
+	RegisterXactCallback(marks_xact_callback, NULL);
+	marks_held_init();
 	marks_floor_init(marks_raise_for_holder);
 	marks_hint_init();
 }
@@ -113,24 +122,24 @@ marks_init(void)
  *
  * Returns true when the write is accepted, with the mark at token and
  * locked by this transaction; false when the mark is above token (or
- * equal, in strict mode), with *mark set and the row still locked.
- * *written says whether this transaction set the mark it found or made;
- * *version is the live version of the mark, which this transaction
- * created or locked.
+ * equal, in strict mode), with c->mark set and the row still locked.  c
+ * says what the transaction now holds: whether it set the mark, whether it
+ * created the live version (which no one else can then write before it
+ * ends), the token stored there.  A raise of a version this transaction
+ * created is not written but left in c, for the caller to keep in memory
+ * (marks_held.c), except by CLAIM_STORE, which writes it at pre-commit.
  *
  * One loop, as execReplication.c's RelationFindReplTupleByIndex: look
  * (waiting for writers in progress), act on what was found, and look
  * again if the row changed in between.  The first look goes straight to
  * hint, when valid, the live version this transaction last knew of: if it
- * still is, the index lookup is saved, whose dirty scan would walk every
- * version this transaction made (one per subtransaction that raised the
- * mark) before reaching it; if not, the mark is looked up.  A hint from
- * the shared table (hint_shared, marks_cache.c) may point anywhere.
+ * still is, the index lookup is saved; if not, the mark is looked up.  A
+ * hint from the shared table (hint_shared, marks_cache.c) may point
+ * anywhere.
  */
 static bool
 marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
-			ItemPointer hint, bool hint_shared, FenceToken *mark,
-			bool *written, ItemPointer version)
+			ItemPointer hint, bool hint_shared, MarksClaim *c)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -145,15 +154,15 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 			marks_fetch(m, hint, hint_shared, &tuple))
 			look = MARKS_FOUND;
 		else
-			look = marks_look(m, mode == CLAIM_ADVANCE ? NULL : &wait, &tuple);
+			look = marks_look(m, mode >= CLAIM_ADVANCE ? NULL : &wait, &tuple);
 		hint = NULL;
 		if (look == MARKS_NEWER_IN_PROGRESS)
 		{
 			/* Stale, whatever the writer in progress does: see marks_look. */
 			marks_insert_unlock(&insert_lock);
-			*mark = marks_token_of(m, tuple);
-			*written = false;
-			ItemPointerSetInvalid(version);
+			c->mark = marks_token_of(m, tuple);
+			c->written = c->own = false;
+			ItemPointerSetInvalid(&c->version);
 			return false;
 		}
 		if (look == MARKS_NONE)
@@ -161,56 +170,72 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 			/* No mark yet: lock out other first inserters, and look again. */
 			if (marks_insert_lock(m, &insert_lock))
 				continue;
-			marks_insert(m, token, version);
+			marks_insert(m, token, &c->version);
 			marks_insert_unlock(&insert_lock);
-			*mark = token;
-			*written = true;
-			stats_count(STATS_MARKS_RAISED);
+			c->mark = c->stored = token;
+			c->written = c->own = true;
+			if (mode != CLAIM_STORE)
+				stats_count(STATS_MARKS_RAISED);
 			break;
 		}
 		marks_insert_unlock(&insert_lock);
 
-		*mark = marks_token_of(m, tuple);
-		if (*mark < token && max_step > 0 && token - *mark > max_step)
+		c->stored = marks_token_of(m, tuple);
+		c->own = marks_written_here(tuple);
+		c->version = tuple->t_self;
+		if (c->stored < token && max_step > 0 && token - c->stored > max_step)
 		{
 			/* Too far above the mark: refused by the caller (TF011). */
-			*written = false;
-			ItemPointerSetInvalid(version);
+			c->mark = c->stored;
+			c->written = false;
 			return false;
 		}
-		if (*mark < token)
+		if (c->stored < token && c->own && mode != CLAIM_STORE && !stored_all)
+		{
+			/* Ours already, and locked by that: raised in memory. */
+			c->mark = token;
+			c->written = true;
+			stats_count(STATS_MARKS_RAISED);
+			break;
+		}
+		if (c->stored < token)
 		{
 			result = marks_raise(m, tuple, token,
-								 GetCurrentTransactionStartTimestamp(), version);
+								 GetCurrentTransactionStartTimestamp(),
+								 &c->version);
 			if (result == TM_Ok)
 			{
-				*mark = token;
-				*written = true;
-				stats_count(STATS_MARKS_RAISED);
+				c->mark = c->stored = token;
+				c->written = c->own = true;
+				if (mode != CLAIM_STORE)
+					stats_count(STATS_MARKS_RAISED);
 				break;
 			}
 		}
-		else if (mode == CLAIM_CHECK && *mark == token &&
+		else if (mode == CLAIM_CHECK && c->stored == token && !c->own &&
 				 marks_moved_at(m, tuple) <
 				 GetCurrentTransactionStartTimestamp() - MARK_REFRESH_INTERVAL)
 		{
 			/* A write at the mark's token: refresh it, which locks it too. */
 			result = marks_raise(m, tuple, token,
 								 GetCurrentTransactionStartTimestamp() - 1,
-								 version);
+								 &c->version);
 			if (result == TM_Ok)
 			{
-				*written = false;
+				c->mark = token;
+				c->written = false;
+				c->own = true;
 				break;
 			}
 		}
 		else
 		{
-			result = marks_lock(m, tuple);
+			/* A version of ours is locked by us already. */
+			result = c->own ? TM_Ok : marks_lock(m, tuple);
 			if (result == TM_Ok)
 			{
-				*written = marks_raised_here(m, tuple);
-				*version = tuple->t_self;
+				c->mark = c->stored;
+				c->written = marks_raised_here(m, tuple);
 				break;
 			}
 		}
@@ -220,12 +245,8 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 	/* Later lookups in this transaction must see what we wrote or locked. */
 	CommandCounterIncrement();
 
-	/*
-	 * In strict mode an equal mark fences out every other holder of that
-	 * token, but not the transaction that set it, which may write many
-	 * rows with it.
-	 */
-	return *mark == token && (mode != CLAIM_CHECK_STRICT || *written);
+	/* Strict mode accepts an equal mark from the transaction that set it. */
+	return c->mark == token && (mode != CLAIM_CHECK_STRICT || c->written);
 }
 
 /*
@@ -235,7 +256,8 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
  *
  * The loop of marks_claim, with a bounded wait for writers in progress
  * and without serialization failures: the raise rejects nothing, so it
- * may act on the newest version whatever the snapshot sees.
+ * may act on the newest version whatever the snapshot sees.  The raise is
+ * always written, also over a version this transaction created.
  */
 static MarksAcquireResult
 marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
@@ -283,7 +305,7 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
 static bool
 marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 					 FenceToken token, ClaimMode mode, FenceToken max_step,
-					 FenceToken *mark, bool *written, ItemPointer version)
+					 MarksClaim *c)
 {
 	MarksRel	m;
 	ItemPointerData hint;
@@ -294,77 +316,105 @@ marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 	else if (!marks_hint_get(hash, &hint))
 		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
-	accepted = marks_claim(&m, token, mode, max_step, &hint, held == NULL,
-						   mark, written, version);
+	accepted = marks_claim(&m, token, mode, max_step, &hint, held == NULL, c);
 	marks_close(&m);
-	marks_hint_put(hash, version);
+	marks_hint_put(hash, &c->version);
 	return accepted;
 }
 
-/*
- * marks_report_stale
- *		Reject a write of token because the mark is above it (or equal to
- *		it, under a strict trigger).
- *
- * resource names the resource of a resource-scope mark; in row scope it
- * is NULL, and the mark is the row's own token in table, checked by
- * trigger.
- */
-void
-marks_report_stale(const char *resource, const char *table,
-				   const char *trigger, FenceToken token, FenceToken mark)
+/* Remember what this transaction holds of the mark of resource after c. */
+static void
+marks_remember(const char *resource, uint32 hash, const MarksClaim *c)
 {
-	char		offered[FENCE_TOKEN_TEXT_LEN];
-	char		current[FENCE_TOKEN_TEXT_LEN];
+	CheckedLevel level = {0};
 
-	stats_count(STATS_REJECTED_STALE);
-	stats_rejected_resource(resource, true);
-	fence_token_to_cstring(token, offered);
-	fence_token_to_cstring(mark, current);
-	if (resource == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FENCING_STALE_TOKEN),
-				 errmsg("stale fence token for a row of table \"%s\"", table),
-				 token == mark ?
-				 errdetail("Token %s is not above the row's token %s, and trigger \"%s\" requires strictly increasing tokens.",
-						   offered, current, trigger) :
-				 errdetail("Token %s is below the row's token %s.",
-						   offered, current),
-				 errhint("A newer lock holder has written this row; acquire the lock again for a new token."),
-				 stale_hint_token_sources(token, mark)));
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCING_STALE_TOKEN),
-			 errmsg("stale fence token for resource \"%s\"", resource),
-			 token == mark ?
-			 errdetail("Token %s is not above the current mark %s, and this table requires strictly increasing tokens.",
-					   offered, current) :
-			 errdetail("Token %s is below the current mark %s.",
-					   offered, current),
-			 errhint("A newer lock holder has written to this resource; acquire the lock again for a new token."),
-			 stale_hint_token_sources(token, mark)));
+	level.written = c->written;
+	level.own = c->own;
+	level.token = c->mark;
+	level.stored = c->stored;
+	level.version = c->version;
+	checked_remember(resource, hash, &level);
 }
 
 /*
- * Reject a write of token to resource, more than max_step above its mark.
+ * Whether marks_store has taken a snapshot for this pre-commit's writes,
+ * and found the extension dropped.  Once they are done (stored_all), a
+ * raise by a later pre-commit callback is written at once.
+ */
+static bool store_snapshot = false;
+static bool store_gone = false;
+
+static void marks_store(const char *resource, CheckedLevel *level);
+
+/*
+ * Raise the mark held to token, above its token, in memory: the version
+ * this transaction created stays locked by it until it ends, and the raise
+ * is written at pre-commit (marks_xact_callback), or undone in memory by a
+ * rollback of the subtransaction.
  */
 static void
-marks_report_step(const char *resource, FenceToken token, FenceToken mark,
-				  FenceToken max_step)
+marks_raise_in_memory(const char *resource, uint32 hash,
+					  const CheckedLevel *held, FenceToken token)
 {
-	char		offered[FENCE_TOKEN_TEXT_LEN];
-	char		current[FENCE_TOKEN_TEXT_LEN];
-	char		step[FENCE_TOKEN_TEXT_LEN];
+	CheckedLevel raised = *held;
 
-	fence_token_to_cstring(token, offered);
-	fence_token_to_cstring(mark, current);
-	fence_token_to_cstring(max_step, step);
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCING_TOKEN_STEP),
-			 errmsg("fence token %s for resource \"%s\" is too far above its mark %s",
-					offered, resource, current),
-			 errdetail("A token that only the statement supplies may raise a mark by at most fencing.max_token_step (%s).",
-					   step),
-			 errhint("A lock holder's token is declared with fence_use() or fenced_acquire(), and a mark moved by hand with fence_advance(); neither is bounded.")));
+	raised.token = token;
+	raised.written = true;
+	if (stored_all)
+	{
+		marks_store(resource, &raised);
+		PopActiveSnapshot();
+		store_snapshot = false;
+	}
+	checked_remember(resource, hash, &raised);
+	stats_count(STATS_MARKS_RAISED);
+}
+
+/*
+ * Write the raise in memory of the mark of resource, held as level, to its
+ * version (a new one if a statement deleted that by hand), as stored.
+ */
+static void
+marks_store(const char *resource, CheckedLevel *level)
+{
+	MarksRel	m;
+	MarksClaim	c;
+
+	if (!store_snapshot)
+	{
+		/* What the last command wrote must be visible to the update. */
+		CommandCounterIncrement();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		store_snapshot = true;
+		/* Dropped with the extension by this transaction: nothing to keep. */
+		store_gone = !OidIsValid(get_extension_oid("fencing", true));
+	}
+	if (store_gone)
+		return;
+	marks_open(&m, resource, RowExclusiveLock);
+	(void) marks_claim(&m, level->token, CLAIM_STORE, 0, &level->version,
+					   false, &c);
+	marks_close(&m);
+	level->stored = c.mark;
+	level->version = c.version;
+}
+
+/*
+ * Write every raise this transaction kept in memory, once its deferred
+ * triggers have run: at pre-commit, and at PREPARE TRANSACTION, after
+ * which COMMIT PREPARED writes nothing more.
+ */
+static void
+marks_xact_callback(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE)
+		return;
+	store_snapshot = false;
+	marks_held_flush(marks_store);
+	if (store_snapshot)
+		PopActiveSnapshot();
+	store_snapshot = false;
+	stored_all = true;
 }
 
 /*
@@ -375,7 +425,8 @@ marks_report_step(const char *resource, FenceToken token, FenceToken mark,
  * On return the mark is at token and locked by this transaction.  With
  * strict, a token equal to a mark left by another transaction is stale
  * too.  With max_step (not 0), a token more than that above the mark is
- * rejected with ERRCODE_FENCING_TOKEN_STEP.
+ * rejected with ERRCODE_FENCING_TOKEN_STEP.  A mark this transaction holds
+ * is answered from memory: it is locked, so no one else can have moved it.
  */
 void
 marks_check(const char *resource, FenceToken token, bool strict,
@@ -383,10 +434,8 @@ marks_check(const char *resource, FenceToken token, bool strict,
 {
 	uint32		hash = checked_hash(resource);
 	CheckedLevel *held = checked_held(resource, hash);
-	FenceToken	mark;
-	bool		written;
-	bool		accepted;
-	ItemPointerData version;
+	MarksClaim	c;
+	FenceToken	floor;
 
 	/*
 	 * Below the token of an acquisition in progress: stale at once, whether
@@ -394,8 +443,8 @@ marks_check(const char *resource, FenceToken token, bool strict,
 	 * exists (marks_floor.c).  Checked before what this transaction holds,
 	 * which an acquisition elsewhere does not lock out.
 	 */
-	if (marks_floor_stale(resource, token, &mark))
-		marks_report_stale(resource, NULL, NULL, token, mark);
+	if (marks_floor_stale(resource, token, &floor))
+		marks_report_stale(resource, NULL, NULL, token, floor);
 
 	if (held != NULL)
 	{
@@ -406,20 +455,13 @@ marks_check(const char *resource, FenceToken token, bool strict,
 		 */
 		if (held->token == token && (held->written || !strict))
 			return;
-
-		if (token > held->token && max_step > 0 &&
-			token - held->token > max_step)
+		if (token <= held->token)
+			marks_report_stale(resource, NULL, NULL, token, held->token);
+		if (max_step > 0 && token - held->token > max_step)
 			marks_report_step(resource, token, held->token, max_step);
-
-		/* A raise of a version this subtransaction created needs no lookup. */
-		if (token > held->token && ItemPointerIsValid(&held->version) &&
-			held->subid == GetCurrentSubTransactionId() &&
-			marks_raise_held(resource, &held->version, token,
-							 GetCurrentTransactionStartTimestamp()))
+		if (held->own)
 		{
-			held->token = token;
-			held->written = true;
-			stats_count(STATS_MARKS_RAISED);
+			marks_raise_in_memory(resource, hash, held, token);
 			return;
 		}
 	}
@@ -427,26 +469,27 @@ marks_check(const char *resource, FenceToken token, bool strict,
 	/* A temporary table is writable in a read-only transaction; marks are not. */
 	PreventCommandIfReadOnly("fence_guard()");
 
-	accepted = marks_claim_resource(resource, hash, held, token,
-									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-									max_step, &mark, &written, &version);
-
-	/*
-	 * A mark at the token that this session's acquisition or fence_advance
-	 * set, which no write has used yet, is this transaction's to write at,
-	 * strict or not: strict rejects an equal token only after a write
-	 * (marks_floor.c).  The claim has locked it either way.
-	 */
-	if (mark == token && !written && marks_floor_consume(resource, token))
+	if (!marks_claim_resource(resource, hash, held, token,
+							  strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+							  max_step, &c))
 	{
-		accepted = true;
-		written = true;
+		/*
+		 * A mark at the token that this session's acquisition or
+		 * fence_advance set, which no write has used yet, is this
+		 * transaction's to write at, strict or not: strict rejects an equal
+		 * token only after a write (marks_floor.c).  The claim has locked it
+		 * either way.
+		 */
+		if (c.mark == token && !c.written && marks_floor_consume(resource, token))
+			c.written = true;
+		else
+		{
+			if (max_step > 0 && token > c.mark && token - c.mark > max_step)
+				marks_report_step(resource, token, c.mark, max_step);
+			marks_report_stale(resource, NULL, NULL, token, c.mark);
+		}
 	}
-	if (!accepted && max_step > 0 && token > mark && token - mark > max_step)
-		marks_report_step(resource, token, mark, max_step);
-	if (!accepted)
-		marks_report_stale(resource, NULL, NULL, token, mark);
-	checked_remember(resource, hash, token, written, &version);
+	marks_remember(resource, hash, &c);
 }
 
 /*
@@ -457,46 +500,58 @@ marks_check(const char *resource, FenceToken token, bool strict,
  *
  * MARKS_ACQUIRE_BUSY when another transaction's write of the mark
  * outlasted deadline; MARKS_ACQUIRE_ABOVE when the mark is at or above
- * token already (or being set above it), the token then being no newer
- * than one the database has heard of.  On MARKS_ACQUIRE_RAISED the mark is
- * at token and locked by this transaction, remembered as written by it, so
- * that the holder's writes at token are answered without a lookup.
+ * token already (or being set above it, by this transaction too), the
+ * token then being no newer than one the database has heard of.  On
+ * MARKS_ACQUIRE_RAISED the mark is at token, written (never only in
+ * memory: others see it in progress), locked and remembered as set by
+ * this transaction, so that the holder's writes at token need no lookup.
  */
 MarksAcquireResult
 marks_raise_for_holder(const char *resource, FenceToken token,
 					   TimestampTz deadline)
 {
 	uint32		hash = checked_hash(resource);
+	CheckedLevel *held = checked_held(resource, hash);
 	MarksRel	m;
 	MarksAcquireResult result;
-	ItemPointerData version;
+	MarksClaim	c = {0};
 
-	ItemPointerSetInvalid(&version);
+	if (held != NULL && held->token >= token)
+		return MARKS_ACQUIRE_ABOVE;
+	ItemPointerSetInvalid(&c.version);
 	marks_open(&m, resource, RowExclusiveLock);
-	result = marks_claim_for_holder(&m, token, deadline, &version);
+	result = marks_claim_for_holder(&m, token, deadline, &c.version);
 	marks_close(&m);
 	if (result != MARKS_ACQUIRE_RAISED)
 		return result;
 
 	stats_count(STATS_MARKS_RAISED);
 	CommandCounterIncrement();
-	marks_hint_put(hash, &version);
-	checked_forget(resource);
-	checked_remember(resource, hash, token, true, &version);
+	marks_hint_put(hash, &c.version);
+	c.mark = c.stored = token;
+	c.written = c.own = true;
+	marks_remember(resource, hash, &c);
 	return result;
 }
 
 /*
  * marks_read
  *		The mark of resource as the current snapshot sees it, without a
- *		lock; false if it has none.
+ *		lock; false if it has none.  A mark this transaction holds is what
+ *		it holds, raises kept in memory included.
  */
 bool
 marks_read(const char *resource, FenceToken *mark)
 {
+	CheckedLevel *held = checked_held(resource, checked_hash(resource));
 	MarksRel	m;
 	bool		found;
 
+	if (held != NULL)
+	{
+		*mark = held->token;
+		return true;
+	}
 	marks_open(&m, resource, AccessShareLock);
 	found = marks_fetch_visible(&m, mark);
 	marks_close(&m);
@@ -514,14 +569,24 @@ marks_read(const char *resource, FenceToken *mark)
  * for a busy lock, a mark raised since the snapshot was taken is missed.
  * A dirty snapshot sees every live version of the row, including those
  * of writers that have not committed (and may yet abort); the highest of
- * them is returned, as a floor can only err on the high side.
+ * them is returned, as a floor can only err on the high side.  Another
+ * transaction in progress may hold the mark higher in memory than the
+ * version it wrote (marks_check): the floor is then a lower bound, as it
+ * is anyway for a transaction yet to raise the mark.  This transaction's
+ * own raises in memory are counted.
  */
 bool
 marks_read_newest(const char *resource, FenceToken *mark)
 {
+	CheckedLevel *held = checked_held(resource, checked_hash(resource));
 	MarksRel	m;
 	bool		found;
 
+	if (held != NULL)
+	{
+		*mark = held->token;
+		return true;
+	}
 	marks_open(&m, resource, AccessShareLock);
 	found = marks_fetch_newest(&m, mark);
 	marks_close(&m);
@@ -531,28 +596,36 @@ marks_read_newest(const char *resource, FenceToken *mark)
 /*
  * marks_advance
  *		Raise the mark of resource to token, never lowering it; returns
- *		the mark.
+ *		the mark.  Kept in memory, as marks_check's raises, when this
+ *		transaction created the mark's version.
  */
 FenceToken
 marks_advance(const char *resource, FenceToken token)
 {
 	uint32		hash = checked_hash(resource);
-	FenceToken	mark;
-	bool		written;
-	ItemPointerData version;
+	CheckedLevel *held = checked_held(resource, hash);
+	MarksClaim	c;
 
-	(void) marks_claim_resource(resource, hash, checked_held(resource, hash),
-								token, CLAIM_ADVANCE, 0, &mark, &written,
-								&version);
+	if (held != NULL && held->token >= token)
+		return held->token;
+	if (held != NULL && held->own)
+	{
+		marks_raise_in_memory(resource, hash, held, token);
+		return token;
+	}
+	(void) marks_claim_resource(resource, hash, held, token, CLAIM_ADVANCE, 0,
+								&c);
 
 	/* This transaction now holds the mark, raised to token or above it. */
-	checked_remember(resource, hash, mark, written, &version);
-	return mark;
+	marks_remember(resource, hash, &c);
+	return c.mark;
 }
 
 /*
  * marks_forget
- *		Delete the mark of resource; true if it had one.
+ *		Delete the mark of resource; true if it had one.  A raise this
+ *		transaction kept in memory goes with it, unless the subtransaction
+ *		rolls back.
  */
 bool
 marks_forget(const char *resource)
@@ -579,38 +652,4 @@ marks_forget(const char *resource)
 
 	checked_forget(resource);
 	return found;
-}
-
-
-/* The number of decimal digits of token. */
-static int
-stale_hint_digits(FenceToken token)
-{
-	int			digits = 1;
-
-	while (token >= 10)
-	{
-		token /= 10;
-		digits++;
-	}
-	return digits;
-}
-
-/*
- * stale_hint_token_sources
- *		In an ereport() rejecting token as stale against mark, after its
- *		errhint(): replace the hint when token is STALE_HINT_MIN_DIGITS or
- *		more decimal digits shorter than the mark.  Returns 0, as errhint()
- *		does.
- */
-int
-stale_hint_token_sources(FenceToken token, FenceToken mark)
-{
-	int			orders = stale_hint_digits(mark) - stale_hint_digits(token);
-
-	if (orders < STALE_HINT_MIN_DIGITS)
-		return 0;
-	return errhint("Token and mark are %d orders of magnitude apart: the resource seems to take tokens from two sources, such as fenced_acquire() and a counter of another client's. "
-				   "Take every token of a resource from one counter: set fencing.redis_token_key to the other clients' counter key (doc/clients.md, \"Mixing token sources\").",
-				   orders);
 }

@@ -4,8 +4,8 @@
  *	  Inside the marks layer, for its files only: the marks table,
  *	  fence_high_water, found, checked and read (marks_table.c) and
  *	  written (marks_write.c) on the heap and the index; the marks this
- *	  transaction holds, per subtransaction level, and where each mark's
- *	  live version was last seen (marks_cache.c).
+ *	  transaction holds, per subtransaction level (marks_held.c), and
+ *	  where each mark's live version was last seen (marks_cache.c).
  *
  * IDENTIFICATION
  *	  src/marks/marks_int.h
@@ -87,6 +87,7 @@ extern bool marks_fetch_visible(MarksRel *m, FenceToken *mark);
 extern bool marks_fetch_newest(MarksRel *m, FenceToken *mark);
 extern FenceToken marks_token_of(MarksRel *m, HeapTuple tuple);
 extern TimestampTz marks_moved_at(MarksRel *m, HeapTuple tuple);
+extern bool marks_written_here(HeapTuple tuple);
 extern bool marks_raised_here(MarksRel *m, HeapTuple tuple);
 pg_noreturn extern void marks_serialization_failure(MarksRel *m);
 
@@ -97,8 +98,6 @@ extern void marks_insert_unlock(MarksInsertLock *lock);
 extern void marks_insert(MarksRel *m, FenceToken token, ItemPointer version);
 extern TM_Result marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 							 TimestampTz moved_at, ItemPointer version);
-extern bool marks_raise_held(const char *resource, ItemPointer version,
-							 FenceToken token, TimestampTz moved_at);
 extern TM_Result marks_lock(MarksRel *m, HeapTuple tuple);
 extern TM_Result marks_delete(MarksRel *m, HeapTuple tuple);
 extern void marks_before_retry(MarksRel *m, TM_Result result);
@@ -109,22 +108,39 @@ extern void marks_before_retry(MarksRel *m, TM_Result result);
  */
 typedef struct CheckedLevel
 {
-	SubTransactionId subid;		/* subtransaction that took the lock */
+	SubTransactionId subid;		/* subtransaction that set this level */
 	bool		written;		/* the mark set by us, not found at token */
+	bool		own;			/* version created by this transaction: a
+								 * raise stays in memory */
+	bool		forgotten;		/* deleted (fence_forget): look it up */
 	FenceToken	token;			/* the mark, locked by this transaction */
+	FenceToken	stored;			/* the token stored in version */
 	ItemPointerData version;	/* the mark's live version, created or
 								 * locked by us; invalid if unknown */
 } CheckedLevel;
 
-extern void marks_cache_init(void);
-extern void marks_cache_at_xact_end(void);
+/* Whether level keeps a raise in memory, above the version stored. */
+#define CHECKED_PENDING(level) \
+	((level)->own && !(level)->forgotten && (level)->token > (level)->stored)
+
+/* marks_held.c: the marks this transaction holds */
+extern void marks_held_init(void);
+extern void marks_held_at_xact_end(void);
 extern uint32 checked_hash(const char *resource);
 extern CheckedLevel *checked_held(const char *resource, uint32 hash);
 extern void checked_remember(const char *resource, uint32 hash,
-							 FenceToken token, bool written,
-							 ItemPointer version);
+							 const CheckedLevel *state);
 extern void checked_forget(const char *resource);
+extern bool marks_read_held(const char *resource, FenceToken *mark);
+extern void marks_held_flush(void (*write) (const char *resource,
+											CheckedLevel *level));
 
+/* marks_report.c: a write rejected by its mark */
+pg_noreturn extern void marks_report_step(const char *resource,
+										  FenceToken token, FenceToken mark,
+										  FenceToken max_step);
+
+/* marks_cache.c: the shared table of mark addresses */
 extern void marks_hint_init(void);
 extern bool marks_hint_get(uint32 hash, ItemPointer tid);
 extern void marks_hint_put(uint32 hash, ItemPointer tid);

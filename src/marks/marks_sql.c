@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * marks_sql.c
- *	  The SQL functions of the marks: fence_mark(), fence_advance() and
- *	  fence_forget(); fence_marks_replicated(), the marks table's own
+ *	  The SQL functions of the marks: fence_mark(), fence_mark_held(),
+ *	  fence_advance() and fence_forget(); fence_marks_replicated(), the marks table's own
  *	  trigger; and the marks of a logical-replication subscriber.
  *
  * Subscribers.  The publisher fenced every write before it committed, so the apply
@@ -41,15 +41,13 @@
 #include "core/core.h"
 #include "fmgr.h"
 #include "marks/marks.h"
+#include "marks/marks_int.h"
 #include "miscadmin.h"
 #include "replication/logicalworker.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-/* Columns of the marks table, as in marks.c. */
-#define Anum_mark_resource	1
-#define Anum_mark_token		2
 
 PG_FUNCTION_INFO_V1(fence_marks_replicated);
 
@@ -140,6 +138,7 @@ fence_marks_replicated(PG_FUNCTION_ARGS)
 
 
 PG_FUNCTION_INFO_V1(fence_mark);
+PG_FUNCTION_INFO_V1(fence_mark_held);
 PG_FUNCTION_INFO_V1(fence_advance);
 PG_FUNCTION_INFO_V1(fence_forget);
 
@@ -155,6 +154,25 @@ fence_mark(PG_FUNCTION_ARGS)
 	if (!marks_read(text_to_cstring(PG_GETARG_TEXT_PP(0)), &mark))
 		PG_RETURN_NULL();
 	PG_RETURN_FENCE_TOKEN(mark);
+}
+
+/*
+ * fence_mark_held(resource text, stored fence_token) returns fence_token
+ *		The mark of resource whose row holds stored, as this transaction
+ *		sees it: above stored when the transaction raised it in memory
+ *		after writing that row (marks.c).  The view fence_marks shows the
+ *		marks through it.
+ */
+Datum
+fence_mark_held(PG_FUNCTION_ARGS)
+{
+	FenceToken	stored = PG_GETARG_FENCE_TOKEN(1);
+	FenceToken	mark;
+
+	if (marks_read_held(text_to_cstring(PG_GETARG_TEXT_PP(0)), &mark) &&
+		mark > stored)
+		PG_RETURN_FENCE_TOKEN(mark);
+	PG_RETURN_FENCE_TOKEN(stored);
 }
 
 /* fence_advance and fence_forget write the marks table: refuse where a write could not happen. */

@@ -92,7 +92,7 @@ marks_scan_end(MarksScan *s)
 }
 
 /* Whether this transaction (or one of its subtransactions) wrote tuple. */
-static bool
+bool
 marks_written_here(HeapTuple tuple)
 {
 	return TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data));
@@ -416,18 +416,10 @@ marks_fetch_newest(MarksRel *m, FenceToken *mark)
 	marks_scan_begin(m, &s, &dirty);
 	while (marks_scan_next(&s))
 	{
-		Buffer		buffer = ((BufferHeapTupleTableSlot *) s.slot)->buffer;
 		bool		isnull;
 		FenceToken	token;
 
-		/*
-		 * A raise in place rewrites an in-progress version's token under an
-		 * exclusive lock on its buffer; read it under a share lock, so that
-		 * it is never seen half written.
-		 */
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
 		token = DatumGetFenceToken(slot_getattr(s.slot, Anum_mark_token, &isnull));
-		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
 		if (!isnull && (!found || token > *mark))
 		{
 			*mark = token;

@@ -3,10 +3,15 @@
  * marks_write.c
  *	  Writing the rows of the marks table: insert, raise, lock, delete.
  *
- * Rows are written with heap_* and index_insert directly, as the
- * executor would for INSERT, UPDATE, SELECT ... FOR NO KEY UPDATE and
- * DELETE, without its cost.  What is written when is marks.c's to decide;
- * these primitives only write, and report what they found.
+ * Rows are written with heapam's public functions (heap_insert,
+ * heap_update, heap_lock_tuple, heap_delete, each reporting its TM_Result)
+ * and index_insert with a uniqueness check, as the executor writes them
+ * for INSERT, UPDATE, SELECT ... FOR NO KEY UPDATE and DELETE, without its
+ * cost.  Nothing here writes WAL itself or changes a stored tuple: heapam
+ * logs and undoes each write as for any table's.  This is the only file
+ * of the extension that calls heapam's writing functions (doc/design.md,
+ * "What the marks rely on").  What is written when is marks.c's to
+ * decide; these primitives only write, and report what they found.
  *
  * IDENTIFICATION
  *	  src/marks/marks_write.c
@@ -52,16 +57,12 @@ marks_form(MarksRel *m, FenceToken token, TimestampTz moved_at)
 
 /*
  * Add the index entry of the mark version tuple: of a new mark, or of a
- * raise that could not stay on the old version's page (not HOT).
- *
- * Only a new mark is checked for uniqueness.  A raise writes the key of
- * the version it updates, which was the live one and is now ours: any
- * other row with that key would have met that version's entry in its own
- * check, as that version met any such row's entry in the check of its
- * first insert.  Checking again would only cost, and more for every
- * version before it: the check visits each equal entry's HOT chain, and a
- * transaction raising one mark in many subtransactions leaves a chain of
- * versions none of which can be pruned before it ends.
+ * raise that could not stay on the old version's page (not HOT), with a
+ * uniqueness check, as the executor adds a row's.  For a raise the check
+ * meets the entry of the version it replaces, deleted by this transaction,
+ * and passes; indexUnchanged tells the btree so, as the executor does.
+ * The check visits the versions of the key: a handful, since a
+ * transaction writes each mark at most twice (marks.c).
  */
 static void
 marks_index_insert(MarksRel *m, HeapTuple tuple, bool unchanged)
@@ -79,7 +80,7 @@ marks_index_insert(MarksRel *m, HeapTuple tuple, bool unchanged)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	index_insert(m->index, &m->key, &isnull, &tuple->t_self, m->heap,
-				 unchanged ? UNIQUE_CHECK_NO : UNIQUE_CHECK_YES, unchanged, info);
+				 UNIQUE_CHECK_YES, unchanged, info);
 }
 
 /*
@@ -131,59 +132,6 @@ marks_insert(MarksRel *m, FenceToken token, ItemPointer version)
 }
 
 /*
- * Whether this subtransaction, or one already committed into it, created
- * the version of the mark found as tuple.  Transaction IDs are assigned
- * parents first, so the versions created by the current subtransaction
- * and its descendants are exactly those of our own transaction whose xmin
- * is not older than the current subtransaction's ID.
- */
-static bool
-marks_created_in_subxact(HeapTuple tuple)
-{
-	TransactionId xmin = HeapTupleHeaderGetXmin(tuple->t_data);
-	TransactionId mine = GetCurrentTransactionIdIfAny();
-
-	return TransactionIdIsValid(mine) &&
-		TransactionIdFollowsOrEquals(xmin, mine) &&
-		TransactionIdIsCurrentTransactionId(xmin);
-}
-
-/*
- * Whether a raise may overwrite the mark version tuple in place: this
- * subtransaction created it, and logical decoding, which skips in-place
- * updates, is off (wal_level below logical), so that a publication of the
- * marks table carries every raise.
- */
-static bool
-marks_may_overwrite(HeapTuple tuple)
-{
-	return !XLogLogicalInfoActive() && marks_created_in_subxact(tuple);
-}
-
-/*
- * Overwrite the token and time of the mark version tuple, which this
- * subtransaction created, in place.  The stored copy is modified rather
- * than a new tuple formed: the stored name may be compressed, and the
- * overwrite must keep the length.
- */
-static void
-marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
-				TimestampTz moved_at)
-{
-	int			cols[2] = {Anum_mark_token, Anum_mark_moved_at};
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-	HeapTuple	newtuple;
-
-	values[0] = FenceTokenGetDatum(token);
-	values[1] = TimestampTzGetDatum(moved_at);
-	newtuple = heap_modify_tuple_by_cols(tuple, RelationGetDescr(heap),
-										 2, cols, values, nulls);
-	newtuple->t_self = tuple->t_self;
-	fencing_heap_inplace_update(heap, newtuple);
-}
-
-/*
  * Under logical decoding, write a raise as a delete of the version found
  * as tuple and an insert of newtuple.  A logical subscriber applies an
  * UPDATE only to a row it has: one that lacks the mark (it forgot it, or
@@ -193,9 +141,8 @@ marks_overwrite(Relation heap, HeapTuple tuple, FenceToken token,
  *
  * To every other writer this looks like an update that is not HOT: the
  * old version is deleted by a transaction in progress, which a look waits
- * for, and the new one follows under an index entry of its own, inserted
- * without a unique check for the reason given at marks_index_insert.  A
- * delete that fails leaves nothing written.
+ * for, and the new one follows under an index entry of its own.  A delete
+ * that fails leaves nothing written.
  */
 static TM_Result
 marks_replace(MarksRel *m, HeapTuple tuple, HeapTuple newtuple,
@@ -220,17 +167,12 @@ marks_replace(MarksRel *m, HeapTuple tuple, HeapTuple newtuple,
  *		the same token, refresh its moved_at.  *version is the version
  *		written.
  *
- * A version this subtransaction created is overwritten in place (WAL-logged
- * as an in-place update): an in-place write is not undone by an abort, but
- * an abort of this subtransaction, or of any transaction it belongs to,
- * discards the whole version anyway, and the version before it, which was
- * not touched, is the mark again.  So a transaction that raises one mark
- * many times writes one version per subtransaction, not one per raise,
- * and each raise costs the same however many came before: new versions
- * that no one else can see yet, and that no pruning can remove before we
- * end, would lengthen every later lookup.  Any other version is updated
- * as usual, which keeps its old value for a rollback to return to; under
- * wal_level = logical, replaced by a new row (marks_replace).
+ * An update of the row, as the executor's UPDATE makes it (HOT when the
+ * new version fits on the page), which keeps the old value for a rollback
+ * to return to; under wal_level = logical, a delete and an insert
+ * (marks_replace).  The caller must have made the version it found
+ * visible to the current command (CommandCounterIncrement) if this
+ * transaction wrote it.
  */
 TM_Result
 marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
@@ -240,13 +182,6 @@ marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
 	TM_Result	result;
-
-	if (marks_may_overwrite(tuple))
-	{
-		marks_overwrite(m->heap, tuple, token, moved_at);
-		*version = tuple->t_self;
-		return TM_Ok;
-	}
 
 	newtuple = marks_form(m, token, moved_at);
 	if (XLogLogicalInfoActive())
@@ -258,42 +193,6 @@ marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
 		marks_index_insert(m, newtuple, true);
 	*version = newtuple->t_self;
 	return result;
-}
-
-/*
- * marks_raise_held
- *		Raise in place, to token, the mark of resource that the current
- *		subtransaction holds in the version it created at *version; false
- *		if that version is no longer the mark, and the caller must look it
- *		up.  No lookup is needed otherwise: no one else can write the row
- *		while we hold it, and the version stays where it is, raised in
- *		place.  Only a statement of our own transaction writing the marks
- *		table by hand can have updated or deleted it.
- */
-bool
-marks_raise_held(const char *resource, ItemPointer version, FenceToken token,
-				 TimestampTz moved_at)
-{
-	Relation	heap = table_open(marks_relid(), RowExclusiveLock);
-	HeapTupleData tuple;
-	HeapTuple	copy;
-	Buffer		buffer;
-	bool		current;
-
-	tuple.t_self = *version;
-	if (!heap_fetch(heap, SnapshotAny, &tuple, &buffer, true))
-		elog(ERROR, "high-water mark of resource \"%s\" not found at (%u,%u)",
-			 resource, ItemPointerGetBlockNumber(version),
-			 ItemPointerGetOffsetNumber(version));
-	copy = heap_copytuple(&tuple);
-	ReleaseBuffer(buffer);
-	current = marks_may_overwrite(copy) &&
-		((copy->t_data->t_infomask & HEAP_XMAX_INVALID) ||
-		 HEAP_XMAX_IS_LOCKED_ONLY(copy->t_data->t_infomask));
-	if (current)
-		marks_overwrite(heap, copy, token, moved_at);
-	table_close(heap, NoLock);
-	return current;
 }
 
 /*

@@ -130,9 +130,9 @@ expect "a mark forgotten on the publisher stays on the subscriber" \
 expect "replication still runs after all of it" \
 	"$(sub -c "SELECT pid IS NOT NULL FROM pg_stat_subscription WHERE subname = 'sub'")" "t"
 
-# A mark raised several times in one transaction: under wal_level =
-# logical every raise is a new version, which logical decoding sees (an
-# in-place raise would not be decoded, and the subscriber would get 70).
+# A mark raised several times in one transaction: the first raise is
+# written, the others kept in memory and the last written at commit, which
+# logical decoding sees (the subscriber must get 90, not 70).
 pub >/dev/null <<'SQL'
 BEGIN;
 SELECT fence_advance('double:x', 70);

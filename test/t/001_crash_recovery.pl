@@ -72,10 +72,10 @@ ok($node->poll_query_until('postgres', 'SELECT count(*) >= 80 FROM hist_log'),
 my $open = $node->background_psql('postgres', on_error_stop => 0);
 $open->query_safe(q{BEGIN; INSERT INTO hist_events (res_id, val, tok) VALUES (1, 'uncommitted', 1000000000)});
 
-# Marks raised many times in one transaction are raised in place (one
-# version, overwritten): WAL-logged, so a committed stream of raises
-# survives the crash at its last token, and an open one is undone with
-# the version it overwrote.
+# Marks raised many times in one transaction are written at the first
+# raise and at commit (the raises between kept in memory): a committed
+# stream of raises survives the crash at its last token, and an open one
+# is undone with the version it wrote.
 $node->safe_psql('postgres', q{
 	SELECT fence_advance('in:place:open', 5);
 	SELECT count(fence_advance('in:place:committed', g)) FROM generate_series(1, 1000) g});
@@ -129,9 +129,9 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM hist_log WHERE token >= 1
 cmp_ok($node->safe_psql('postgres', q{SELECT fence_mark('res:1')::bigint}),
 	'<', 1000000000, 'the mark raised by the open transaction was rolled back');
 is($node->safe_psql('postgres', q{SELECT fence_mark('in:place:committed')}), '1000',
-	'a committed mark raised in place 1,000 times is at its last raise');
+	'a committed mark raised 1,000 times in one transaction is at its last raise');
 is($node->safe_psql('postgres', q{SELECT fence_mark('in:place:open')}), '5',
-	'the raises in place of the open transaction were rolled back');
+	'the raises of the open transaction were rolled back');
 
 # marks == highest token logged, per resource
 my $mismatch = $node->safe_psql(

@@ -71,11 +71,11 @@ my $outdir = PostgreSQL::Test::Utils::tempdir;
 	is($rc, 0, 'the history ran on the primary');
 }
 $primary->safe_psql('postgres', q{SELECT fence_advance('after:history', 99)});
-# one transaction raising one mark 1,000 times: raised in place, replayed
+# one transaction raising one mark 1,000 times: its last raise, replayed
 $primary->safe_psql('postgres', q{SELECT count(fence_advance('in:place', g)) FROM generate_series(1, 1000) g});
 $primary->wait_for_catchup($standby, 'replay');
 is($standby->safe_psql('postgres', q{SELECT fence_mark('in:place')}), '1000',
-	'a mark raised in place 1,000 times in one transaction is at its last raise on the standby');
+	'a mark raised 1,000 times in one transaction is at its last raise on the standby');
 
 my $marks_sql = q{SELECT resource, token, moved_at FROM fence_marks ORDER BY resource COLLATE "C"};
 my $primary_marks = $primary->safe_psql('postgres', $marks_sql);

@@ -1,7 +1,8 @@
 # Crash recovery of marks raised across many subtransactions: each
-# subtransaction of a PL/pgSQL exception block raises from the version the
-# previous one left (marks.c), in place within one subtransaction, by a
-# new version in the next.  After a SIGKILL of the postmaster:
+# subtransaction of a PL/pgSQL exception block raises the mark, in memory
+# after the transaction's first write of it (marks.c), undone with a
+# rolled-back subtransaction, the last raise written at commit.  After a
+# SIGKILL of the postmaster:
 #
 # - a committed transaction's mark is its last raise that was not rolled
 #   back, also when its last subtransaction rolled back;
@@ -10,8 +11,8 @@
 #   the index finds one live row per resource;
 # - stale writes are rejected (TF001), fresh ones accepted.
 #
-# Run with wal_level = replica (raises in place) and logical (a new
-# version for every raise).
+# Run with wal_level = replica and logical (a write of a mark is then a
+# delete and an insert).
 
 use strict;
 use warnings;
