@@ -436,6 +436,7 @@ marks_check(const char *resource, FenceToken token, bool strict,
 	CheckedLevel *held = checked_held(resource, hash);
 	MarksClaim	c;
 	FenceToken	floor;
+	bool		accepted;
 
 	/*
 	 * Below the token of an acquisition in progress: stale at once, whether
@@ -448,6 +449,20 @@ marks_check(const char *resource, FenceToken token, bool strict,
 
 	if (held != NULL)
 	{
+		/*
+		 * An equal mark that this session's acquisition or fence_advance set
+		 * in an earlier transaction is this write's, as after a claim below.
+		 */
+		if (held->token == token && !held->written &&
+			marks_floor_consume(resource, token))
+		{
+			CheckedLevel used = *held;
+
+			used.written = true;
+			checked_remember(resource, hash, &used);
+			return;
+		}
+
 		/*
 		 * Strict mode accepts an equal mark only from the transaction that
 		 * set it, which a check that merely found the mark at the token
@@ -469,25 +484,26 @@ marks_check(const char *resource, FenceToken token, bool strict,
 	/* A temporary table is writable in a read-only transaction; marks are not. */
 	PreventCommandIfReadOnly("fence_guard()");
 
-	if (!marks_claim_resource(resource, hash, held, token,
-							  strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-							  max_step, &c))
+	accepted = marks_claim_resource(resource, hash, held, token,
+									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
+									max_step, &c);
+
+	/*
+	 * A mark at the token that this session's acquisition or fence_advance
+	 * set, which no write has used yet, is this transaction's to write at,
+	 * strict or not: strict rejects an equal token only after a write
+	 * (marks_floor.c).  The claim has locked it either way.
+	 */
+	if (c.mark == token && !c.written && marks_floor_consume(resource, token))
 	{
-		/*
-		 * A mark at the token that this session's acquisition or
-		 * fence_advance set, which no write has used yet, is this
-		 * transaction's to write at, strict or not: strict rejects an equal
-		 * token only after a write (marks_floor.c).  The claim has locked it
-		 * either way.
-		 */
-		if (c.mark == token && !c.written && marks_floor_consume(resource, token))
-			c.written = true;
-		else
-		{
-			if (max_step > 0 && token > c.mark && token - c.mark > max_step)
-				marks_report_step(resource, token, c.mark, max_step);
-			marks_report_stale(resource, NULL, NULL, token, c.mark);
-		}
+		accepted = true;
+		c.written = true;
+	}
+	if (!accepted)
+	{
+		if (max_step > 0 && token > c.mark && token - c.mark > max_step)
+			marks_report_step(resource, token, c.mark, max_step);
+		marks_report_stale(resource, NULL, NULL, token, c.mark);
 	}
 	marks_remember(resource, hash, &c);
 }

@@ -68,19 +68,29 @@ class Failure(Exception):
     pass
 
 
+PRELOADED = False
+
+
 class Model:
     """The marks: committed, and as the open transaction sees them."""
 
-    def __init__(self):
+    def __init__(self, preloaded):
         self.committed = {}
         self.cur = None          # res -> (token, set by this transaction)
         self.deferred = None     # (res, token) queued for commit
-        self.savepoints = []     # (name, saved cur, saved deferred)
+        self.savepoints = []     # (name, saved cur, saved deferred, saved tx_notes)
+        # Preloaded, the session remembers the marks its committed
+        # fence_advance set (marks_floor.c): its first write at such a
+        # token in a later transaction is its own, strict or not.
+        self.preloaded = preloaded
+        self.notes = set()       # (res, token), committed, not yet used
+        self.tx_notes = []       # this transaction's, kept if it commits
 
     def begin(self):
         self.cur = {r: (t, False) for r, t in self.committed.items()}
         self.deferred = []
         self.savepoints = []
+        self.tx_notes = []
 
     def mark(self, res):
         m = self.cur.get(res) if self.cur is not None else None
@@ -91,6 +101,10 @@ class Model:
         if m is None or tok > m[0]:
             self.cur[res] = (tok, True)
             return True
+        if tok == m[0] and not m[1] and (res, tok) in self.notes:
+            self.notes.discard((res, tok))   # used at once, whatever follows
+            self.cur[res] = (tok, True)
+            return True
         if tok == m[0] and (not strict or m[1]):
             return True
         return False
@@ -99,29 +113,35 @@ class Model:
         m = self.cur.get(res)
         if m is None or tok > m[0]:
             self.cur[res] = (tok, True)
-            return tok
+            m = (tok, True)
+        if self.preloaded and m[0] == tok:
+            self.tx_notes.append((res, tok))
         return m[0]
 
     def forget(self, res):
         return self.cur.pop(res, None) is not None
 
     def savepoint(self, name):
-        self.savepoints.append((name, copy.copy(self.cur), list(self.deferred)))
+        self.savepoints.append((name, copy.copy(self.cur), list(self.deferred), list(self.tx_notes)))
 
     def rollback_to(self, i):
-        name, cur, deferred = self.savepoints[i]
+        name, cur, deferred, tx_notes = self.savepoints[i]
         del self.savepoints[i + 1:]
         self.cur = copy.copy(cur)
         self.deferred = list(deferred)
+        self.tx_notes = list(tx_notes)
 
     def release(self, i):
         del self.savepoints[i:]
 
-    def commit(self):
+    def commit(self, prepared=False):
         for res, tok in self.deferred:
             self.advance(res, tok)
         self.committed = {r: t for r, (t, _) in self.cur.items()}
         self.cur = None
+        # a prepared transaction's notes end at PREPARE
+        if not prepared:
+            self.notes.update(self.tx_notes)
 
     def rollback(self):
         self.cur = None
@@ -133,7 +153,7 @@ class History:
         self.other = other
         self.k = k
         self.rng = random.Random(SEED * 1000003 + k)
-        self.model = Model()
+        self.model = Model(PRELOADED)
         self.log = []
         self.hot = [f"h{k}:{c}" for c in "abcd"]
         self.ops = 0
@@ -304,7 +324,7 @@ class History:
             self.step(f"PREPARE TRANSACTION '{gid}'")
             if r < 0.9:
                 self.step(f"COMMIT PREPARED '{gid}'")
-                m.commit()
+                m.commit(prepared=True)
             else:
                 self.step(f"ROLLBACK PREPARED '{gid}'")
                 m.rollback()
@@ -334,6 +354,9 @@ def main():
     other = psycopg2.connect("")
     other.autocommit = True
     cur = conn.cursor()
+    global PRELOADED
+    cur.execute("SELECT 'fencing' = ANY (string_to_array(current_setting('shared_preload_libraries'), ','))")
+    PRELOADED = cur.fetchone()[0]
     cur.execute("SET client_min_messages = warning")
     cur.execute(SETUP)
     cur.close()
@@ -350,7 +373,7 @@ def main():
         except Failure as e:
             print(f"not ok - marks model, seed {SEED}: history {k} fails: {e}")
             print(f"#   replay: MODEL_SEED={SEED} MODEL_ONLY={k}; its last statements:")
-            for line in h.log[-25:]:
+            for line in h.log[-int(os.environ.get("MODEL_TAIL", "25")):]:
                 print(f"#   {line}")
             return 1
         done += 1
