@@ -32,6 +32,7 @@
 #    without preloading refuse renew => true with TF108.
 #
 # Usage: bash test/scripts/redis_renew.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/snippet.sh"
