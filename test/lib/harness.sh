@@ -48,10 +48,16 @@ harness_install_deps() {
 		libclang-rt-dev libipc-run-perl python3-psycopg2 "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || pkgs+=("$p")
 	done
+	# One install at a time (test/run runs suites side by side), and
+	# apt-get waits for another apt's lock rather than failing.
 	if [ ${#pkgs[@]} -gt 0 ]; then
 		harness_log "installing ${pkgs[*]}"
-		as_root apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+		{
+			flock 8
+			as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+			DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+				--no-install-recommends "${pkgs[@]}" >/dev/null
+		} 8>>"${TMPDIR:-/tmp}/fencing-apt.lock"
 	fi
 }
 

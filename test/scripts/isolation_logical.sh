@@ -12,7 +12,7 @@
 # (guard_raise_in_place_1.out).
 #
 #   bash test/scripts/isolation_logical.sh
-# test/run: pg_regress
+# test/run: pg_regress alone
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"

@@ -27,7 +27,7 @@
 #
 # Needs root (debootstrap, mount, chroot).  One run at a time per chroot
 # (a lock file), since the chroot has one install directory.
-# test/run: last args=17,18
+# test/run: last alone args=17,18
 set -uo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
