@@ -4,9 +4,14 @@
 #
 # Each check prints one "ok - DESCRIPTION" or "not ok - DESCRIPTION" line,
 # with "#   ..." lines after a failure saying what differed.  A suite ends
-# with checks_finish, which prints "# N checks, N failed" and returns
-# non-zero if any check failed; CHECKS_FAILED counts the failures so far,
-# for a suite that shows its logs when one failed.
+# with checks_finish, which prints "# N checks, N failed" and the TAP plan
+# "1..N" and returns non-zero if any check failed; CHECKS_FAILED counts the
+# failures so far, for a suite that shows its logs when one failed.
+#
+# test/run counts the "ok" and "not ok" lines and compares them with the
+# plan: a suite that dies before checks_finish, or whose lines and plan
+# differ (a check run in a subshell, whose count is lost; a client
+# printing checks of its own not run through checks_from), fails.
 
 CHECKS_RUN=0
 CHECKS_FAILED=0
@@ -63,8 +68,27 @@ expect_no_match() {
 	fi
 }
 
-# The suite's last command: the count, and its exit status.
+# checks_from COMMAND...: run a client that prints checks of its own
+# ("ok - ..." and "not ok - ..." lines, as test/lib/checks.py does), pass
+# its output (stderr too) through and count its checks; returns its status.
+checks_from() {
+	local line
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		case $line in
+			"ok - "*) CHECKS_RUN=$((CHECKS_RUN + 1)) ;;
+			"not ok - "*)
+				CHECKS_RUN=$((CHECKS_RUN + 1))
+				CHECKS_FAILED=$((CHECKS_FAILED + 1))
+				;;
+		esac
+	done < <("$@" 2>&1)
+	wait $!
+}
+
+# The suite's last command: the count, the plan, and its exit status.
 checks_finish() {
 	echo "# $CHECKS_RUN checks, $CHECKS_FAILED failed"
+	echo "1..$CHECKS_RUN"
 	[ "$CHECKS_FAILED" -eq 0 ]
 }

@@ -9,7 +9,8 @@
 # inside a chroot is unmounted on every exit path (chroot_umount_all, which
 # the caller's EXIT trap runs).
 #
-# Needs root (debootstrap, mount, chroot).
+# Needs root (debootstrap, mount, chroot); debootstrap is installed with
+# the harness's other Debian packages (harness_install_deps) when missing.
 
 FENCING_CHROOTS=${FENCING_CHROOTS:-/var/cache/fencing-chroots}
 
@@ -99,8 +100,9 @@ chroot_ensure() {
 		return 0
 	fi
 	mirror=$(chroot_mirror) || { echo "no Debian mirror in the host's apt sources" >&2; return 1; }
+	command -v debootstrap >/dev/null || harness_install_deps debootstrap >&2
 	command -v debootstrap >/dev/null ||
-		{ echo "debootstrap is not installed (apt-get install debootstrap)" >&2; return 1; }
+		{ echo "debootstrap is not installed, and apt-get install debootstrap failed" >&2; return 1; }
 	new=$dir.new
 	log=$FENCING_CHROOTS/$name.log
 	mkdir -p "$FENCING_CHROOTS"

@@ -25,19 +25,39 @@ as_pg_owner() {
 	fi
 }
 
+# The major version of the PostgreSQL to build for: $PG_CONFIG's, or, on a
+# machine with a server but no pg_config yet (no libpq-dev), the newest
+# server installed.
+harness_pg_major() {
+	local v
+	v=$("$PG_CONFIG" --version 2>/dev/null | sed 's/^[^0-9]*\([0-9]*\).*/\1/')
+	if [ -z "$v" ]; then
+		v=$(find /usr/lib/postgresql -mindepth 3 -maxdepth 3 -path '*/bin/postgres' 2>/dev/null |
+			sed 's|^/usr/lib/postgresql/\([0-9]*\)/.*|\1|' | sort -n | tail -1)
+	fi
+	[ -n "$v" ] || { echo "no PostgreSQL found: install postgresql-15 (or newer), or set PG_CONFIG" >&2; return 1; }
+	echo "$v"
+}
+
 # Install the Debian packages the build and the tests need, if missing.
 harness_install_deps() {
 	local major pkgs=() p
-	major=$("$PG_CONFIG" --version | sed 's/^[^0-9]*\([0-9]*\).*/\1/')
+	major=$(harness_pg_major) || return 1
 	for p in "postgresql-server-dev-$major" "postgresql-client-$major" \
 		libhiredis-dev libssl-dev openssl redis-server clang "clang-$(harness_clang_major)" \
 		libclang-rt-dev libipc-run-perl python3-psycopg2 "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || pkgs+=("$p")
 	done
+	# One install at a time (test/run runs suites side by side), and
+	# apt-get waits for another apt's lock rather than failing.
 	if [ ${#pkgs[@]} -gt 0 ]; then
 		harness_log "installing ${pkgs[*]}"
-		as_root apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+		{
+			flock 8
+			as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+			DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+				--no-install-recommends "${pkgs[@]}" >/dev/null
+		} 8>>"${TMPDIR:-/tmp}/fencing-apt.lock"
 	fi
 }
 

@@ -7,7 +7,8 @@
 #
 # initdb refuses to run as root, so as root the tests run as the "postgres"
 # OS user, in a temporary directory it can write (removed afterwards unless
-# KEEP_TAP=1).  Needs postgresql-client-15 (Cluster.pm), libipc-run-perl and
+# KEEP_TAP=1), from a copy of test/t and test/history there: the tree may
+# be where "postgres" cannot read (a clone in /root).  Needs postgresql-client-15 (Cluster.pm), libipc-run-perl and
 # python3-psycopg2; `make install` first.
 set -uo pipefail
 
@@ -30,7 +31,14 @@ trap cleanup EXIT
 
 run=()
 if [ "$(id -u)" -eq 0 ]; then
-	chown postgres: "$dir"
+	mkdir "$dir/src"
+	cp -R "$top/test/t" "$top/test/history" "$dir/src/"
+	for i in "${!tests[@]}"; do
+		case ${tests[$i]} in
+			"$top"/test/t/*) tests[i]=$dir/src/t/${tests[$i]#"$top"/test/t/} ;;
+		esac
+	done
+	chown -R postgres: "$dir"
 	run=(runuser -u postgres --)
 fi
 

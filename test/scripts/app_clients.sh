@@ -75,7 +75,7 @@ expect "an ordinary user's SET after the load is refused" \
 	"42501"
 
 # a real ORM session
-/usr/bin/python3 "$FENCING_TOP/test/lib/orm_sqlalchemy.py" ||
+checks_from /usr/bin/python3 "$FENCING_TOP/test/lib/orm_sqlalchemy.py" ||
 	not_ok "the SQLAlchemy session (test/lib/orm_sqlalchemy.py) passes its checks"
 
 checks_finish

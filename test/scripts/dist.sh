@@ -14,6 +14,7 @@
 # non-zero if any failed.
 #
 #   bash test/scripts/dist.sh
+# test/run: alone
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"

@@ -9,6 +9,7 @@
 # see its last raise, with the same expected output as below logical.
 #
 #   bash test/scripts/isolation_logical.sh
+# test/run: pg_regress alone
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"

@@ -19,6 +19,7 @@
 # non-zero if any failed.
 #
 #   bash test/scripts/mark_hints.sh
+# test/run: alone
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"

@@ -16,6 +16,7 @@
 set -euo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 harness_install_deps pgbouncer
 harness_start_pg
@@ -66,9 +67,10 @@ done
 HARNESS_PIDS+=("$(cat "$bouncer_dir/pgbouncer.pid")")
 
 rc=0
-/usr/bin/python3 "$FENCING_TOP/test/lib/pooler_clients.py" "$bouncer_port" "$with_redis" || rc=$?
+checks_from /usr/bin/python3 "$FENCING_TOP/test/lib/pooler_clients.py" "$bouncer_port" "$with_redis" || rc=$?
 if [ $rc -ne 0 ]; then
 	echo "# pgbouncer log:"
 	tail -20 "$bouncer_dir/pgbouncer.log" | sed 's/^/#   /'
 fi
+checks_finish || rc=1
 exit $rc

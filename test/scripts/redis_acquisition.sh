@@ -27,6 +27,7 @@
 #   pg_isolation_regress against this server.
 #
 # Usage: bash test/scripts/redis_acquisition.sh   (ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

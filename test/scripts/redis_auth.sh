@@ -8,6 +8,7 @@
 # the library loads, which session_preload_libraries closes.
 #
 # Usage: bash test/scripts/redis_auth.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

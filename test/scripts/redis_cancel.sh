@@ -19,6 +19,7 @@
 # Only the redis-server PIDs this script started are ever signalled.
 #
 # Usage: bash test/scripts/redis_cancel.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

@@ -8,6 +8,7 @@
 # unknown; fenced_release of a pruned lease still ends its declaration.
 #
 # Usage: bash test/scripts/redis_leases.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

@@ -5,6 +5,7 @@
 # recipe, other databases and sockets, and WAIT for replicas.
 #
 # Usage: bash test/scripts/redis_lock.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

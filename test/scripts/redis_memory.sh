@@ -11,6 +11,7 @@
 # the wait grows the statement's memory by about 400 bytes per attempt.
 #
 # Usage: bash test/scripts/redis_memory.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

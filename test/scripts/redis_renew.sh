@@ -32,6 +32,7 @@
 #    without preloading refuse renew => true with TF108.
 #
 # Usage: bash test/scripts/redis_renew.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/snippet.sh"
@@ -183,8 +184,10 @@ expect "the lease is no longer renewed" "$(cat "$workdir/other.out")" "t|t|f"
 
 # ------------------------------------------------ the renewer terminated
 
+# (a 6 s lease: the new renewer starts 1 s after the old one ends, and on
+# a loaded machine took more than the 1.5 s a 3 s lease left it)
 old=$(renewer_pid)
-sql -c "SELECT fenced_acquire('r:worker', ttl => '3 s', renew => true) IS NOT NULL, pg_sleep(8)" \
+sql -c "SELECT fenced_acquire('r:worker', ttl => '6 s', renew => true) IS NOT NULL, pg_sleep(8)" \
 	>"$workdir/worker.out" 2>&1 &
 stmt=$!
 contender r:worker 7 >"$workdir/worker_cont.out" &

@@ -13,6 +13,9 @@
 # test/history/scenario.sh sentinel-failover.
 #
 # Usage: bash test/scripts/redis_sentinel.sh   (prints ok/not ok lines; exit 0 = pass)
+# (alone: beside two other suites on a loaded machine, the failovers
+# counter once stayed 0 after SENTINEL FAILOVER)
+# test/run: alone
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
@@ -96,12 +99,12 @@ sess f "RESET fencing.redis_sentinels; SELECT fenced_acquire('s:f');"
 expect "every Sentinel silent: TF101" "$S" "TF101"
 expect_match "the detail shows the time out and the Sentinels not asked" "$R" \
 	"timed out waiting for a reply.*not asked: out of time"
-check "within the connect + command timeouts in total (800 ms + slack), not per Sentinel: ${T} ms" \
-	test "$T" -lt 1100
+check "within the connect + command timeouts in total (800 ms + slack), not per Sentinel (2400 ms): ${T} ms" \
+	test "$T" -lt 1800
 kill -CONT "${NODE_PID[${SENTINEL_PORTS[1]}]}" "${NODE_PID[${SENTINEL_PORTS[2]}]}"
 sess f "SELECT fenced_acquire('s:f');"
 expect_match "the first Sentinel silent: the second answers" "$S|$R" "^00000\|[0-9]+$"
-check "after the command timeout of the first (${T} ms)" test "$T" -lt 1000
+check "after the command timeout of the first (${T} ms)" test "$T" -lt 1500
 kill -CONT "${NODE_PID[${SENTINEL_PORTS[0]}]}"
 sess f "SELECT fenced_release('s:f');"
 
@@ -147,7 +150,7 @@ sess f "SET fencing.redis_sentinels = '127.0.0.1:$STALE_PORT'; SET fencing.redis
 expect "a Sentinel naming a replica: TF102 once the budget is spent" "$S" "TF102"
 expect_match "ROLE was checked" "$R" \
 	"Redis server at \"127\.0\.0\.1:${DATA_PORTS[1]}\" that the Sentinels name as primary of \"stalemaster\" is not a primary.*DETAIL: +ROLE says \"slave\""
-check "within the connect + command timeouts (${T} ms)" test "$T" -lt 1100
+check "within the connect + command timeouts (${T} ms)" test "$T" -lt 1800
 sess f "RESET fencing.redis_sentinels; RESET fencing.redis_sentinel_master; RESET fencing.redis_sentinel_password_file; SELECT fenced_acquire('s:f');"
 expect_match "settings back: the same session acquires again" "$S|$R" "^00000\|[0-9]+$"
 sess f "SELECT fenced_release('s:f');"

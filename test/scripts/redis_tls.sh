@@ -219,7 +219,7 @@ for how in cancel statement_timeout; do
 	esac
 	expect_match "$how in a handshake that never completes: its own error" "$out" "^$want [0-9]+$"
 	ms=${out##* }
-	check "within 100 ms of the $how ($ms ms)" test "${ms:-999}" -lt 100
+	check "within 1 s of the $how, not at the 60 s connect timeout ($ms ms)" test "${ms:-99999}" -lt 1000
 done
 
 # ------------------------------------------------- Sentinel, TLS everywhere

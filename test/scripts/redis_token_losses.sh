@@ -13,6 +13,7 @@
 # stale first holder's write is accepted over the second's.
 #
 # Usage: bash test/scripts/redis_token_losses.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

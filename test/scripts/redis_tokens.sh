@@ -9,6 +9,7 @@
 # lock:/fence: layout shared with other clients.
 #
 # Usage: bash test/scripts/redis_tokens.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

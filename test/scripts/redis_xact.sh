@@ -14,6 +14,7 @@
 # the command timeout.  Every "the lock key is gone" is read from Redis.
 #
 # Usage: bash test/scripts/redis_xact.sh   (prints ok/not ok lines; exit 0 = pass)
+# test/run: quick
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 

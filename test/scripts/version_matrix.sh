@@ -27,6 +27,7 @@
 #
 # Needs root (debootstrap, mount, chroot).  One run at a time per chroot
 # (a lock file), since the chroot has one install directory.
+# test/run: last alone args=17,18
 set -uo pipefail
 
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
@@ -40,6 +41,7 @@ case $major in
 esac
 steps=(chroot build regress isolation upgrade redis_lock redis_faults dist)
 failed=0
+echo "1..${#steps[@]}"
 
 # The warnings-as-errors flags of harness_build.
 werror='-Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers'
