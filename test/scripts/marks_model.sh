@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/scripts/marks_model.sh: the randomized model check of the marks
-# (test/scripts/marks_model.py): random histories of fenced writes, strict
+# (test/lib/marks_model.py): random histories of fenced writes, strict
 # and lax, fence_advance, fence_forget, deferred raises, savepoints,
 # commits, rollbacks and prepared transactions, each step checked against
 # a reference model of the marks, on a throwaway cluster; once without
@@ -17,7 +17,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/harness.sh"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/checks.sh"
 
 export MODEL_SECONDS=${MODEL_SECONDS:-30}
-model="$FENCING_TOP/test/scripts/marks_model.py"
+model="$FENCING_TOP/test/lib/marks_model.py"
 
 echo "# seed ${MODEL_SEED:-33}, ${MODEL_SECONDS} s a run"
 harness_start_pg "max_prepared_transactions = 10"
