@@ -125,6 +125,18 @@
 #define FencingLocalTransactionId() (MyProc->lxid)
 #endif
 
+/*
+ * PostgreSQL 18's ExecCheckIndexConstraints() also takes the tuple being
+ * updated, to leave out of the check; an insert's check has none.
+ */
+#if PG_VERSION_NUM >= 180000
+#define FencingExecCheckIndexConstraints(rri, slot, estate, conflict_tid, arbiters) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict_tid), NULL, (arbiters))
+#else
+#define FencingExecCheckIndexConstraints(rri, slot, estate, conflict_tid, arbiters) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict_tid), (arbiters))
+#endif
+
 /* PostgreSQL 18 added log_lock_failure, and an argument for it. */
 #if PG_VERSION_NUM >= 180000
 #define FencingConditionalXactLockTableWait(xid) \

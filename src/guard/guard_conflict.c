@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "core/core.h"
+#include "core/pg_compat.h"
 #include "executor/executor.h"
 #include "guard/guard.h"
 #include "nodes/plannodes.h"
@@ -256,8 +257,8 @@ guard_row_conflicts(Relation rel, HeapTuple tuple)
 		ItemPointerData conflict_tid;
 
 		ExecStoreHeapTuple(tuple, slot, false);
-		conflict = !ExecCheckIndexConstraints(rri, slot, estate,
-											  &conflict_tid, arbiters);
+		conflict = !FencingExecCheckIndexConstraints(rri, slot, estate,
+													  &conflict_tid, arbiters);
 	}
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
