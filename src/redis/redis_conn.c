@@ -50,6 +50,18 @@ static bool exit_registered = false;
 /* See redis_call_sent. */
 static bool call_sent = false;
 
+/*
+ * Sentinel mode: the primary the session last connected to, under which
+ * settings, and whether a move away from it was counted already (the
+ * Sentinels' announcement or a READONLY reply).  A move noticed only by
+ * the reconnection, the old connection having dropped first, is counted
+ * when the new primary's address differs (sentinel_count_move).
+ */
+static char last_primary[REDIS_HOSTPORT_MAX_HOST + 1];
+static int	last_primary_port = 0;
+static uint64 last_primary_generation = 0;
+static bool move_counted = false;
+
 /* The link the current call uses, or used last; NULL if none. */
 static RedisLink *
 redis_current(void)
@@ -103,6 +115,25 @@ redis_check_mode(RedisError *err)
  *		usable under the current settings, opening it within the budget;
  *		false on failure, described in *err.
  */
+/*
+ * Count a failover when the Sentinels named another primary than the one
+ * this session last used under the same settings, unless the move was
+ * counted when it was noticed; then remember the new one.
+ */
+static void
+sentinel_count_move(void)
+{
+	if (last_primary_port != 0 && !move_counted &&
+		last_primary_generation == single.generation &&
+		(last_primary_port != single.port ||
+		 strcmp(last_primary, single.host) != 0))
+		redis_count_event(REDIS_EVENT_FAILOVER);
+	strlcpy(last_primary, single.host, sizeof(last_primary));
+	last_primary_port = single.port;
+	last_primary_generation = single.generation;
+	move_counted = false;
+}
+
 static bool
 redis_single_ensure(const RedisBudget *budget, RedisError *err)
 {
@@ -110,6 +141,7 @@ redis_single_ensure(const RedisBudget *budget, RedisError *err)
 		redis_sentinel_switched())
 	{
 		redis_count_event(REDIS_EVENT_FAILOVER);
+		move_counted = true;
 		redis_link_close(&single);
 	}
 	else if (redis_link_is_open(&single) && !redis_link_usable(&single))
@@ -119,7 +151,12 @@ redis_single_ensure(const RedisBudget *budget, RedisError *err)
 
 	redis_cluster_close_all();
 	if (redis_sentinel_enabled())
-		return redis_sentinel_connect(&single, budget, err);
+	{
+		if (!redis_sentinel_connect(&single, budget, err))
+			return false;
+		sentinel_count_move();
+		return true;
+	}
 	redis_sentinel_unwatch();
 	return redis_link_open(&single, redis_host, redis_port, budget, err);
 }
@@ -481,6 +518,7 @@ redis_eval(RedisScript *script, int nkeys, const char **keys, int nargs,
 		{
 			/* a demoted primary: the Sentinels name the new one */
 			redis_count_event(REDIS_EVENT_FAILOVER);
+			move_counted = true;
 			redis_drop();
 			rediscovered = true;
 		}
