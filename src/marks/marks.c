@@ -551,13 +551,12 @@ marks_raise_for_holder(const char *resource, FenceToken token,
 }
 
 /*
- * marks_read
- *		The mark of resource as the current snapshot sees it, without a
- *		lock; false if it has none.  A mark this transaction holds is what
- *		it holds, raises kept in memory included.
+ * The mark this transaction holds of resource, raises kept in memory
+ * included; else the table's, the newest version or the one the snapshot
+ * sees.  False if it has none.
  */
-bool
-marks_read(const char *resource, FenceToken *mark)
+static bool
+marks_read_held_or(const char *resource, FenceToken *mark, bool newest)
 {
 	CheckedLevel *held = checked_held(resource, checked_hash(resource));
 	MarksRel	m;
@@ -569,9 +568,21 @@ marks_read(const char *resource, FenceToken *mark)
 		return true;
 	}
 	marks_open(&m, resource, AccessShareLock);
-	found = marks_fetch_visible(&m, mark);
+	found = newest ? marks_fetch_newest(&m, mark) : marks_fetch_visible(&m, mark);
 	marks_close(&m);
 	return found;
+}
+
+/*
+ * marks_read
+ *		The mark of resource as the current snapshot sees it, without a
+ *		lock; false if it has none.  A mark this transaction holds is what
+ *		it holds, raises kept in memory included.
+ */
+bool
+marks_read(const char *resource, FenceToken *mark)
+{
+	return marks_read_held_or(resource, mark, false);
 }
 
 /*
@@ -594,19 +605,7 @@ marks_read(const char *resource, FenceToken *mark)
 bool
 marks_read_newest(const char *resource, FenceToken *mark)
 {
-	CheckedLevel *held = checked_held(resource, checked_hash(resource));
-	MarksRel	m;
-	bool		found;
-
-	if (held != NULL)
-	{
-		*mark = held->token;
-		return true;
-	}
-	marks_open(&m, resource, AccessShareLock);
-	found = marks_fetch_newest(&m, mark);
-	marks_close(&m);
-	return found;
+	return marks_read_held_or(resource, mark, true);
 }
 
 /*
