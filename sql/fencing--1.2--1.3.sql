@@ -510,3 +510,20 @@ COMMENT ON FUNCTION @extschema@.fence_mark_held(text, @extschema@.fence_token) I
 CREATE OR REPLACE VIEW @extschema@.fence_marks AS
 	SELECT resource, @extschema@.fence_mark_held(resource, token) AS token, moved_at
 	FROM @extschema@.fence_high_water;
+
+
+-- ---------------------------------------------------------------------
+-- Issue 31, part 5: what set a mark's token, in the mark
+-- ---------------------------------------------------------------------
+
+-- set_by records what set the token of each mark: 'a' an acquisition
+-- (fenced_acquire*), 'v' fence_advance, 'w' a guarded write.  A strict
+-- guard rejects an equal token only after a write: it accepts the first
+-- write at a token an acquisition or fence_advance set, from any session
+-- (a pool moves the holder between backends) and after a restart, and
+-- that write records itself ('w').  Marks from before the update read as
+-- written ('w'), as 1.2 treated them.  A constant default: no rewrite.
+ALTER TABLE @extschema@.fence_high_water
+	ADD COLUMN set_by "char" NOT NULL DEFAULT 'w'
+	CHECK (set_by IN ('a', 'v', 'w'));
+COMMENT ON COLUMN @extschema@.fence_high_water.set_by IS 'what set the token: a = an acquisition, v = fence_advance, w = a guarded write (strict mode rejects an equal token only after a write)';

@@ -52,7 +52,6 @@ fencing_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								  "DISCARD ALL");
 		fenced_lock_discard_all();
 		declared_discard_all();
-		marks_floor_discard();
 	}
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,

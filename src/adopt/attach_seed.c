@@ -321,7 +321,7 @@ attach_seed_batch(SeedScan *scan)
 			continue;
 		scan->uncovered++;
 		if (scan->raise)
-			(void) marks_advance(entry->resource, entry->token);
+			(void) marks_advance(entry->resource, entry->token, true);
 	}
 	scan->batches++;
 	stats_progress_batch(scan->next, scan->rows, scan->batches);

@@ -43,6 +43,16 @@
  * refresh one microsecond less, which is how strict mode tells a mark
  * this transaction raised from one it only refreshed.
  *
+ * set_by says what set the mark's token: an acquisition, fence_advance or
+ * a guarded write (MARK_SET_BY_*).  Strict mode rejects an equal token
+ * only after a write: the first write at a token that an acquisition or
+ * fence_advance set, from any session, is accepted and records itself
+ * (set_by becomes a write, moved_at the transaction's start, as a raise),
+ * so that the next transaction's write at that token is rejected.  A
+ * version this transaction created records it at pre-commit, with its
+ * raises kept in memory.  Written in the row, it survives a restart and
+ * is seen from every backend, as a pool moves a holder between them.
+ *
  * IDENTIFICATION
  *	  src/marks/marks.c
  *
@@ -81,6 +91,7 @@ typedef struct MarksClaim
 	FenceToken	mark;			/* the mark, as this transaction holds it */
 	bool		written;		/* set by this transaction, not found */
 	bool		own;			/* version created by this transaction */
+	char		set_by;			/* what set the token stored in version */
 	FenceToken	stored;			/* the token stored in version */
 	ItemPointerData version;	/* the live version, ours or locked */
 } MarksClaim;
@@ -120,6 +131,11 @@ marks_init(void)
  * marks_claim
  *		Create, raise or lock the mark of m's resource for token.
  *
+ * set_by is what a version written sets (MARK_SET_BY_*); a write
+ * (MARK_SET_BY_WRITE) at a mark that an acquisition or fence_advance of
+ * another transaction set records itself in it, and is accepted by strict
+ * mode too.
+ *
  * Returns true when the write is accepted, with the mark at token and
  * locked by this transaction; false when the mark is above token (or
  * equal, in strict mode), with c->mark set and the row still locked.  c
@@ -138,8 +154,9 @@ marks_init(void)
  * anywhere.
  */
 static bool
-marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
-			ItemPointer hint, bool hint_shared, MarksClaim *c)
+marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, char set_by,
+			FenceToken max_step, ItemPointer hint, bool hint_shared,
+			MarksClaim *c)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -170,10 +187,11 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 			/* No mark yet: lock out other first inserters, and look again. */
 			if (marks_insert_lock(m, &insert_lock))
 				continue;
-			marks_insert(m, token, &c->version);
+			marks_insert(m, token, set_by, &c->version);
 			marks_insert_unlock(&insert_lock);
 			c->mark = c->stored = token;
 			c->written = c->own = true;
+			c->set_by = set_by;
 			if (mode != CLAIM_STORE)
 				stats_count(STATS_MARKS_RAISED);
 			break;
@@ -182,6 +200,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 
 		c->stored = marks_token_of(m, tuple);
 		c->own = marks_written_here(tuple);
+		c->set_by = marks_set_by_of(m, tuple);
 		c->version = tuple->t_self;
 		if (c->stored < token && max_step > 0 && token - c->stored > max_step)
 		{
@@ -202,13 +221,34 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 		{
 			result = marks_raise(m, tuple, token,
 								 GetCurrentTransactionStartTimestamp(),
-								 &c->version);
+								 set_by, &c->version);
 			if (result == TM_Ok)
 			{
 				c->mark = c->stored = token;
 				c->written = c->own = true;
+				c->set_by = set_by;
 				if (mode != CLAIM_STORE)
 					stats_count(STATS_MARKS_RAISED);
+				break;
+			}
+		}
+		else if (set_by == MARK_SET_BY_WRITE && c->set_by != MARK_SET_BY_WRITE &&
+				 c->stored == token &&
+				 (!c->own || mode == CLAIM_STORE || stored_all))
+		{
+			/*
+			 * The first write at a token that an acquisition or fence_advance
+			 * set: record it, which locks the mark too.  (In a version of
+			 * ours, at pre-commit, with the raises kept in memory.)
+			 */
+			result = marks_raise(m, tuple, token,
+								 GetCurrentTransactionStartTimestamp(),
+								 MARK_SET_BY_WRITE, &c->version);
+			if (result == TM_Ok)
+			{
+				c->mark = token;
+				c->written = c->own = true;
+				c->set_by = MARK_SET_BY_WRITE;
 				break;
 			}
 		}
@@ -219,7 +259,7 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 			/* A write at the mark's token: refresh it, which locks it too. */
 			result = marks_raise(m, tuple, token,
 								 GetCurrentTransactionStartTimestamp() - 1,
-								 &c->version);
+								 c->set_by, &c->version);
 			if (result == TM_Ok)
 			{
 				c->mark = token;
@@ -245,7 +285,10 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, FenceToken max_step,
 	/* Later lookups in this transaction must see what we wrote or locked. */
 	CommandCounterIncrement();
 
-	/* Strict mode accepts an equal mark from the transaction that set it. */
+	/*
+	 * Strict mode accepts an equal mark from the transaction that set it,
+	 * by a write or by recording its write above.
+	 */
 	return c->mark == token && (mode != CLAIM_CHECK_STRICT || c->written);
 }
 
@@ -276,7 +319,7 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
 		{
 			if (marks_insert_lock(m, &insert_lock))
 				continue;
-			marks_insert(m, token, version);
+			marks_insert(m, token, MARK_SET_BY_ACQUIRE, version);
 			marks_insert_unlock(&insert_lock);
 			return MARKS_ACQUIRE_RAISED;
 		}
@@ -287,7 +330,8 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
 			return MARKS_ACQUIRE_ABOVE;
 
 		result = marks_raise(m, tuple, token,
-							 GetCurrentTransactionStartTimestamp(), version);
+							 GetCurrentTransactionStartTimestamp(),
+							 MARK_SET_BY_ACQUIRE, version);
 		if (result == TM_Ok)
 			return MARKS_ACQUIRE_RAISED;
 		if (result != TM_Updated && result != TM_Deleted)
@@ -304,8 +348,8 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
  */
 static bool
 marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
-					 FenceToken token, ClaimMode mode, FenceToken max_step,
-					 MarksClaim *c)
+					 FenceToken token, ClaimMode mode, char set_by,
+					 FenceToken max_step, MarksClaim *c)
 {
 	MarksRel	m;
 	ItemPointerData hint;
@@ -316,20 +360,27 @@ marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 	else if (!marks_hint_get(hash, &hint))
 		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
-	accepted = marks_claim(&m, token, mode, max_step, &hint, held == NULL, c);
+	accepted = marks_claim(&m, token, mode, set_by, max_step, &hint,
+						   held == NULL, c);
 	marks_close(&m);
 	marks_hint_put(hash, &c->version);
 	return accepted;
 }
 
-/* Remember what this transaction holds of the mark of resource after c. */
+/*
+ * Remember what this transaction holds of the mark of resource after c;
+ * used: a write was accepted at the mark.
+ */
 static void
-marks_remember(const char *resource, uint32 hash, const MarksClaim *c)
+marks_remember(const char *resource, uint32 hash, const MarksClaim *c,
+			   bool used)
 {
 	CheckedLevel level = {0};
 
 	level.written = c->written;
 	level.own = c->own;
+	level.used = used;
+	level.set_by = c->set_by;
 	level.token = c->mark;
 	level.stored = c->stored;
 	level.version = c->version;
@@ -354,12 +405,13 @@ static void marks_store(const char *resource, CheckedLevel *level);
  */
 static void
 marks_raise_in_memory(const char *resource, uint32 hash,
-					  const CheckedLevel *held, FenceToken token)
+					  const CheckedLevel *held, FenceToken token, bool used)
 {
 	CheckedLevel raised = *held;
 
 	raised.token = token;
 	raised.written = true;
+	raised.used = used;
 	if (stored_all)
 	{
 		marks_store(resource, &raised);
@@ -372,7 +424,8 @@ marks_raise_in_memory(const char *resource, uint32 hash,
 
 /*
  * Write the raise in memory of the mark of resource, held as level, to its
- * version (a new one if a statement deleted that by hand), as stored.
+ * version (a new one if a statement deleted that by hand), as stored: set
+ * by a write if one used it, else by the fence_advance that raised it.
  */
 static void
 marks_store(const char *resource, CheckedLevel *level)
@@ -392,10 +445,14 @@ marks_store(const char *resource, CheckedLevel *level)
 	if (store_gone)
 		return;
 	marks_open(&m, resource, RowExclusiveLock);
-	(void) marks_claim(&m, level->token, CLAIM_STORE, 0, &level->version,
-					   false, &c);
+	(void) marks_claim(&m, level->token, CLAIM_STORE,
+					   level->used ? MARK_SET_BY_WRITE :
+					   level->token > level->stored ? MARK_SET_BY_ADVANCE :
+					   level->set_by,
+					   0, &level->version, false, &c);
 	marks_close(&m);
 	level->stored = c.mark;
+	level->set_by = c.set_by;
 	level->version = c.version;
 }
 
@@ -427,6 +484,8 @@ marks_xact_callback(XactEvent event, void *arg)
  * too.  With max_step (not 0), a token more than that above the mark is
  * rejected with ERRCODE_FENCING_TOKEN_STEP.  A mark this transaction holds
  * is answered from memory: it is locked, so no one else can have moved it.
+ * With strict, an equal mark that an acquisition or fence_advance set (in
+ * any session) is accepted once, the first write recording itself.
  */
 void
 marks_check(const char *resource, FenceToken token, bool strict,
@@ -447,36 +506,38 @@ marks_check(const char *resource, FenceToken token, bool strict,
 	if (marks_floor_stale(resource, token, &floor))
 		marks_report_stale(resource, NULL, NULL, token, floor);
 
-	if (held != NULL)
+	/*
+	 * A mark this transaction holds at token, set by an acquisition or
+	 * fence_advance and locked only, is recorded as written by the claim
+	 * below; any other is answered from memory.
+	 */
+	if (held != NULL &&
+		!(held->token == token && held->stored == token && !held->own &&
+		  held->set_by != MARK_SET_BY_WRITE))
 	{
-		/*
-		 * An equal mark that this session's acquisition or fence_advance set
-		 * in an earlier transaction is this write's, as after a claim below.
-		 */
-		if (held->token == token && !held->written &&
-			marks_floor_consume(resource, token))
-		{
-			CheckedLevel used = *held;
-
-			used.written = true;
-			checked_remember(resource, hash, &used);
-			return;
-		}
-
 		/*
 		 * Strict mode accepts an equal mark only from the transaction that
 		 * set it, which a check that merely found the mark at the token
-		 * did not.
+		 * did not.  A version of ours records the write at pre-commit.
 		 */
 		if (held->token == token && (held->written || !strict))
+		{
+			if (!held->used)
+			{
+				CheckedLevel used = *held;
+
+				used.used = true;
+				checked_remember(resource, hash, &used);
+			}
 			return;
+		}
 		if (token <= held->token)
 			marks_report_stale(resource, NULL, NULL, token, held->token);
 		if (max_step > 0 && token - held->token > max_step)
 			marks_report_step(resource, token, held->token, max_step);
 		if (held->own)
 		{
-			marks_raise_in_memory(resource, hash, held, token);
+			marks_raise_in_memory(resource, hash, held, token, true);
 			return;
 		}
 	}
@@ -486,26 +547,14 @@ marks_check(const char *resource, FenceToken token, bool strict,
 
 	accepted = marks_claim_resource(resource, hash, held, token,
 									strict ? CLAIM_CHECK_STRICT : CLAIM_CHECK,
-									max_step, &c);
-
-	/*
-	 * A mark at the token that this session's acquisition or fence_advance
-	 * set, which no write has used yet, is this transaction's to write at,
-	 * strict or not: strict rejects an equal token only after a write
-	 * (marks_floor.c).  The claim has locked it either way.
-	 */
-	if (c.mark == token && !c.written && marks_floor_consume(resource, token))
-	{
-		accepted = true;
-		c.written = true;
-	}
+									MARK_SET_BY_WRITE, max_step, &c);
 	if (!accepted)
 	{
 		if (max_step > 0 && token > c.mark && token - c.mark > max_step)
 			marks_report_step(resource, token, c.mark, max_step);
 		marks_report_stale(resource, NULL, NULL, token, c.mark);
 	}
-	marks_remember(resource, hash, &c);
+	marks_remember(resource, hash, &c, true);
 }
 
 /*
@@ -546,7 +595,8 @@ marks_raise_for_holder(const char *resource, FenceToken token,
 	marks_hint_put(hash, &c.version);
 	c.mark = c.stored = token;
 	c.written = c.own = true;
-	marks_remember(resource, hash, &c);
+	c.set_by = MARK_SET_BY_ACQUIRE;
+	marks_remember(resource, hash, &c, false);
 	return result;
 }
 
@@ -612,27 +662,31 @@ marks_read_newest(const char *resource, FenceToken *mark)
  * marks_advance
  *		Raise the mark of resource to token, never lowering it; returns
  *		the mark.  Kept in memory, as marks_check's raises, when this
- *		transaction created the mark's version.
+ *		transaction created the mark's version.  write: the raise stands
+ *		for writes made elsewhere (the subscriber of a publisher that
+ *		wrote, fence_attach seeding from rows written), which strict mode
+ *		counts as such; else it is fence_advance's.
  */
 FenceToken
-marks_advance(const char *resource, FenceToken token)
+marks_advance(const char *resource, FenceToken token, bool write)
 {
 	uint32		hash = checked_hash(resource);
 	CheckedLevel *held = checked_held(resource, hash);
 	MarksClaim	c;
+	char		set_by = write ? MARK_SET_BY_WRITE : MARK_SET_BY_ADVANCE;
 
 	if (held != NULL && held->token >= token)
 		return held->token;
 	if (held != NULL && held->own)
 	{
-		marks_raise_in_memory(resource, hash, held, token);
+		marks_raise_in_memory(resource, hash, held, token, write);
 		return token;
 	}
-	(void) marks_claim_resource(resource, hash, held, token, CLAIM_ADVANCE, 0,
-								&c);
+	(void) marks_claim_resource(resource, hash, held, token, CLAIM_ADVANCE,
+								set_by, 0, &c);
 
 	/* This transaction now holds the mark, raised to token or above it. */
-	marks_remember(resource, hash, &c);
+	marks_remember(resource, hash, &c, write && c.mark == token);
 	return c.mark;
 }
 

@@ -48,7 +48,8 @@ extern MarksAcquireResult marks_raise_for_holder(const char *resource,
 												TimestampTz deadline);
 extern bool marks_read(const char *resource, FenceToken *mark);
 extern bool marks_read_newest(const char *resource, FenceToken *mark);
-extern FenceToken marks_advance(const char *resource, FenceToken token);
+extern FenceToken marks_advance(const char *resource, FenceToken token,
+							   bool write);
 extern bool marks_forget(const char *resource);
 
 typedef MarksAcquireResult (*MarksFloorRaise) (const char *resource,
@@ -69,9 +70,6 @@ extern bool marks_floor_enabled(void);
 extern MarksFloorResult marks_floor_record(const char *resource,
 										   FenceToken token, bool session);
 extern void marks_floor_forget(const char *resource);
-extern bool marks_floor_consume(const char *resource, FenceToken token);
-extern void marks_floor_note_advance(const char *resource, FenceToken token);
-extern void marks_floor_discard(void);
 extern bool marks_floor_get(const char *resource, FenceToken *token);
 extern bool marks_floor_stale(const char *resource, FenceToken token,
 							  FenceToken *floor);

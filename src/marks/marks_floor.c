@@ -53,9 +53,6 @@
 
 #define FLOOR_PARTITIONS	16
 
-/* Notes of fence_advance kept for a session at most (floor_keep). */
-#define FLOOR_NOTES_MAX		1024
-
 typedef struct FloorKey
 {
 	Oid			dbid;
@@ -84,7 +81,6 @@ typedef struct FloorMine
 	FenceToken	token;
 	SubTransactionId subid;
 	bool		session;		/* kept for the session once committed */
-	bool		shared;			/* in the shared table: a floor */
 } FloorMine;
 
 /* fencing.max_floors */
@@ -215,10 +211,9 @@ marks_floor_enabled(void)
 /*
  * marks_floor_record
  *		Record token as the floor of resource, for the current transaction,
- *		which must hold a transaction ID; with session (a session lease,
- *		fence_advance), for the session once the transaction commits, until
- *		the lease ends (marks_floor_forget) or a write uses the token
- *		(marks_floor_consume).
+ *		which must hold a transaction ID; with session (a session lease),
+ *		for the session once the transaction commits, until the lease ends
+ *		(marks_floor_forget).
  *
  * FLOOR_ABOVE if a floor at or above token is recorded already (another
  * acquisition in progress holds a token no older); FLOOR_FULL if the
@@ -266,32 +261,9 @@ marks_floor_record(const char *resource, FenceToken token, bool session)
 	m->token = token;
 	m->subid = GetCurrentSubTransactionId();
 	m->session = session;
-	m->shared = true;
 	mine = lappend(mine, m);
 	MemoryContextSwitchTo(old);
 	return FLOOR_RECORDED;
-}
-
-/*
- * marks_floor_note_advance
- *		fence_advance set the mark of resource to token: once the
- *		transaction commits, the session's first write at token uses it, as
- *		after an acquisition (marks_floor_consume).  No floor: the mark is
- *		written already, and fences older tokens out until it is forgotten.
- */
-void
-marks_floor_note_advance(const char *resource, FenceToken token)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	FloorMine  *m = palloc(sizeof(FloorMine));
-
-	m->resource = pstrdup(resource);
-	m->token = token;
-	m->subid = GetCurrentSubTransactionId();
-	m->session = true;
-	m->shared = false;
-	mine = lappend(mine, m);
-	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -354,7 +326,7 @@ floor_remove(FloorMine *m)
 	uint32		hash;
 	FloorEntry *entry;
 
-	if (!m->shared || floor_table == NULL)
+	if (floor_table == NULL)
 		return;
 	floor_key(&key, m->resource);
 	hash = get_hash_value(floor_table, &key);
@@ -395,8 +367,7 @@ floor_write_marks(void)
 		FloorMine  *m = lfirst(lc);
 		FenceToken	floor;
 
-		if (!m->shared ||
-			(marks_floor_get(m->resource, &floor) && floor > m->token))
+		if (marks_floor_get(m->resource, &floor) && floor > m->token)
 			continue;
 		(void) floor_raise(m->resource, m->token, GetCurrentTimestamp());
 	}
@@ -414,33 +385,12 @@ floor_exit(int code, Datum arg)
 	kept = NIL;
 }
 
-/*
- * Keep m, committed, for the session (marks_floor_record).  Notes of
- * fence_advance that no write uses are kept up to FLOOR_NOTES_MAX, the
- * oldest going first.
- */
+/* Keep m, committed, for the session (marks_floor_record). */
 static void
 floor_keep(FloorMine *m)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 	FloorMine  *k = palloc(sizeof(FloorMine));
-
-	if (!m->shared && list_length(kept) >= FLOOR_NOTES_MAX)
-	{
-		ListCell   *lc;
-
-		foreach(lc, kept)
-		{
-			FloorMine  *n = lfirst(lc);
-
-			if (n->shared)
-				continue;
-			pfree(n->resource);
-			pfree(n);
-			kept = foreach_delete_current(kept, lc);
-			break;
-		}
-	}
 
 	*k = *m;
 	k->resource = pstrdup(m->resource);
@@ -473,60 +423,6 @@ marks_floor_forget(const char *resource)
 		pfree(k);
 		kept = foreach_delete_current(kept, lc);
 	}
-}
-
-/*
- * marks_floor_discard
- *		DISCARD ALL: the notes of fence_advance go, so that the next client
- *		of a pooled session does not use them.  (The floors of session
- *		leases go with the leases, given back first.)
- */
-void
-marks_floor_discard(void)
-{
-	ListCell   *lc;
-
-	foreach(lc, kept)
-	{
-		FloorMine  *k = lfirst(lc);
-
-		if (k->shared)
-			continue;
-		pfree(k->resource);
-		pfree(k);
-		kept = foreach_delete_current(kept, lc);
-	}
-}
-
-/*
- * marks_floor_consume
- *		A write of token to resource finds the mark at token, set by another
- *		transaction: true if this session's acquisition or fence_advance set
- *		it, and no write has used it since; this one does.  So a strict
- *		guard, which rejects an equal token only after a write, accepts the
- *		holder's first write in the transaction after its acquisition.
- *		What set a mark is known to the session that set it, in shared
- *		memory: after a restart the first write at the token is rejected
- *		by a strict guard, as in 1.2.
- */
-bool
-marks_floor_consume(const char *resource, FenceToken token)
-{
-	ListCell   *lc;
-
-	foreach(lc, kept)
-	{
-		FloorMine  *k = lfirst(lc);
-
-		if (k->token != token || strcmp(k->resource, resource) != 0)
-			continue;
-		floor_remove(k);
-		pfree(k->resource);
-		pfree(k);
-		kept = foreach_delete_current(kept, lc);
-		return true;
-	}
-	return false;
 }
 
 static void

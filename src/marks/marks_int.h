@@ -27,7 +27,19 @@
 #define Anum_mark_resource	1
 #define Anum_mark_token		2
 #define Anum_mark_moved_at	3
-#define Natts_mark			3
+#define Anum_mark_set_by	4
+#define Natts_mark			4
+/* The table of 1.2, before ALTER EXTENSION UPDATE added set_by. */
+#define Natts_mark_1_2		3
+
+/*
+ * What set a mark's token (column set_by): an acquisition, fence_advance,
+ * or a guarded write.  Strict mode rejects an equal token only after a
+ * write (marks.c).  A table without the column reads as written.
+ */
+#define MARK_SET_BY_ACQUIRE	'a'
+#define MARK_SET_BY_ADVANCE	'v'
+#define MARK_SET_BY_WRITE	'w'
 
 /* The marks table and its primary key index, open for one operation. */
 typedef struct MarksRel
@@ -36,6 +48,7 @@ typedef struct MarksRel
 	Relation	index;
 	Datum		key;			/* the resource, as text */
 	const char *resource;
+	bool		has_set_by;		/* the table has column set_by (1.3) */
 } MarksRel;
 
 /* The lock serializing the first inserts of one resource's mark. */
@@ -87,6 +100,7 @@ extern bool marks_fetch_visible(MarksRel *m, FenceToken *mark);
 extern bool marks_fetch_newest(MarksRel *m, FenceToken *mark);
 extern FenceToken marks_token_of(MarksRel *m, HeapTuple tuple);
 extern TimestampTz marks_moved_at(MarksRel *m, HeapTuple tuple);
+extern char marks_set_by_of(MarksRel *m, HeapTuple tuple);
 extern bool marks_written_here(HeapTuple tuple);
 extern bool marks_raised_here(MarksRel *m, HeapTuple tuple);
 pg_noreturn extern void marks_serialization_failure(MarksRel *m);
@@ -95,9 +109,11 @@ pg_noreturn extern void marks_serialization_failure(MarksRel *m);
 
 extern bool marks_insert_lock(MarksRel *m, MarksInsertLock *lock);
 extern void marks_insert_unlock(MarksInsertLock *lock);
-extern void marks_insert(MarksRel *m, FenceToken token, ItemPointer version);
+extern void marks_insert(MarksRel *m, FenceToken token, char set_by,
+						 ItemPointer version);
 extern TM_Result marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
-							 TimestampTz moved_at, ItemPointer version);
+							 TimestampTz moved_at, char set_by,
+							 ItemPointer version);
 extern TM_Result marks_lock(MarksRel *m, HeapTuple tuple);
 extern TM_Result marks_delete(MarksRel *m, HeapTuple tuple);
 extern void marks_before_retry(MarksRel *m, TM_Result result);
@@ -113,15 +129,22 @@ typedef struct CheckedLevel
 	bool		own;			/* version created by this transaction: a
 								 * raise stays in memory */
 	bool		forgotten;		/* deleted (fence_forget): look it up */
+	bool		used;			/* a write was accepted at token */
+	char		set_by;			/* what set the token stored in version */
 	FenceToken	token;			/* the mark, locked by this transaction */
 	FenceToken	stored;			/* the token stored in version */
 	ItemPointerData version;	/* the mark's live version, created or
 								 * locked by us; invalid if unknown */
 } CheckedLevel;
 
-/* Whether level keeps a raise in memory, above the version stored. */
+/*
+ * Whether level keeps a raise in memory, above the version stored, or a
+ * write at the version's token that set_by does not record yet.
+ */
 #define CHECKED_PENDING(level) \
-	((level)->own && !(level)->forgotten && (level)->token > (level)->stored)
+	((level)->own && !(level)->forgotten && \
+	 ((level)->token > (level)->stored || \
+	  ((level)->used && (level)->set_by != MARK_SET_BY_WRITE)))
 
 /* marks_held.c: the marks this transaction holds */
 extern void marks_held_init(void);

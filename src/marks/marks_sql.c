@@ -204,15 +204,13 @@ fence_advance(PG_FUNCTION_ARGS)
 	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	resource_name_check(resource, strlen(resource));
 	token = PG_GETARG_FENCE_TOKEN(1);
-	mark = marks_advance(resource, token);
 
 	/*
-	 * Remember, for this session, that fence_advance set the mark: the
-	 * holder's first write at the token, in a later transaction, passes a
-	 * strict guard (marks_floor.c).
+	 * Set by fence_advance: the holder's first write at the token passes a
+	 * strict guard.  In a subscriber's apply worker it stands for the
+	 * publisher's writes (replica_raise), and strict mode counts it so.
 	 */
-	if (mark == token && marks_floor_enabled())
-		marks_floor_note_advance(resource, token);
+	mark = marks_advance(resource, token, replica_applying());
 	PG_RETURN_FENCE_TOKEN(mark);
 }
 

@@ -110,6 +110,24 @@ marks_moved_at(MarksRel *m, HeapTuple tuple)
 	return DatumGetTimestampTz(moved_at);
 }
 
+/*
+ * marks_set_by_of
+ *		What set the token of the mark found as tuple (MARK_SET_BY_*); a
+ *		table of 1.2, without the column, reads as set by a write.
+ */
+char
+marks_set_by_of(MarksRel *m, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		set_by;
+
+	if (!m->has_set_by)
+		return MARK_SET_BY_WRITE;
+	set_by = heap_getattr(tuple, Anum_mark_set_by, RelationGetDescr(m->heap),
+						  &isnull);
+	return isnull ? MARK_SET_BY_WRITE : DatumGetChar(set_by);
+}
+
 FenceToken
 marks_token_of(MarksRel *m, HeapTuple tuple)
 {
@@ -527,7 +545,8 @@ marks_refuse_key(const char *detail)
 
 /*
  * Check that the marks table is what this file reads and writes with
- * heap_* calls: a logged heap, its three columns by name and type, and a
+ * heap_* calls: a logged heap, its four columns by name and type (three
+ * before the extension is updated from 1.2, without set_by), and a
  * primary key that is a btree on the resource alone, under the "C"
  * collation and the default text operators, as the scans' F_TEXTEQ key
  * assumes.  An unlogged table would be emptied by a crash, and every
@@ -550,7 +569,8 @@ marks_check_shape(Relation heap, Relation index)
 				 errmsg("table \"%s\" is not logged", MARKS_TABLE),
 				 errdetail("A crash would empty it, and every stale token would be accepted again."),
 				 errhint("Run ALTER TABLE %s SET LOGGED.", MARKS_TABLE)));
-	if (RelationGetDescr(heap)->natts != Natts_mark)
+	if (RelationGetDescr(heap)->natts != Natts_mark &&
+		RelationGetDescr(heap)->natts != Natts_mark_1_2)
 		ereport(ERROR,
 				(errcode(ERRCODE_FENCING_GUARD_MISCONFIGURED),
 				 errmsg("table \"%s\" has an unexpected shape", MARKS_TABLE),
@@ -560,6 +580,8 @@ marks_check_shape(Relation heap, Relation index)
 	marks_check_column(heap, Anum_mark_resource, "resource", TEXTOID);
 	marks_check_column(heap, Anum_mark_token, "token", token_type);
 	marks_check_column(heap, Anum_mark_moved_at, "moved_at", TIMESTAMPTZOID);
+	if (RelationGetDescr(heap)->natts == Natts_mark)
+		marks_check_column(heap, Anum_mark_set_by, "set_by", CHAROID);
 
 	if (index->rd_rel->relam != BTREE_AM_OID)
 		marks_refuse_key("It must be a btree index.");
@@ -607,6 +629,7 @@ marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode)
 	}
 	m->resource = resource;
 	m->key = CStringGetTextDatum(resource);
+	m->has_set_by = RelationGetDescr(m->heap)->natts == Natts_mark;
 }
 
 void

@@ -43,15 +43,17 @@
  */
 #define MARK_INSERT_LOCK_FIELD4 0xFE4C
 
+/* A version of m's mark; set_by is dropped where the table lacks it (1.2). */
 static HeapTuple
-marks_form(MarksRel *m, FenceToken token, TimestampTz moved_at)
+marks_form(MarksRel *m, FenceToken token, TimestampTz moved_at, char set_by)
 {
 	Datum		values[Natts_mark];
-	bool		nulls[Natts_mark] = {false, false, false};
+	bool		nulls[Natts_mark] = {false, false, false, false};
 
 	values[Anum_mark_resource - 1] = m->key;
 	values[Anum_mark_token - 1] = FenceTokenGetDatum(token);
 	values[Anum_mark_moved_at - 1] = TimestampTzGetDatum(moved_at);
+	values[Anum_mark_set_by - 1] = CharGetDatum(set_by);
 	return heap_form_tuple(RelationGetDescr(m->heap), values, nulls);
 }
 
@@ -120,11 +122,12 @@ marks_insert_unlock(MarksInsertLock *lock)
 	lock->held = false;
 }
 
-/* Insert the first mark of m's resource, at token, as version. */
+/* Insert the first mark of m's resource, at token set by set_by, as version. */
 void
-marks_insert(MarksRel *m, FenceToken token, ItemPointer version)
+marks_insert(MarksRel *m, FenceToken token, char set_by, ItemPointer version)
 {
-	HeapTuple	tuple = marks_form(m, token, GetCurrentTransactionStartTimestamp());
+	HeapTuple	tuple = marks_form(m, token, GetCurrentTransactionStartTimestamp(),
+								   set_by);
 
 	heap_insert(m->heap, tuple, GetCurrentCommandId(true), 0, NULL);
 	marks_index_insert(m, tuple, false);
@@ -163,9 +166,9 @@ marks_replace(MarksRel *m, HeapTuple tuple, HeapTuple newtuple,
 
 /*
  * marks_raise
- *		Raise the mark found as tuple to token, stamping moved_at; or, with
- *		the same token, refresh its moved_at.  *version is the version
- *		written.
+ *		Raise the mark found as tuple to token, stamping moved_at and what
+ *		set it (set_by); or, with the same token, refresh its moved_at or
+ *		record that a write used it.  *version is the version written.
  *
  * An update of the row, as the executor's UPDATE makes it (HOT when the
  * new version fits on the page), which keeps the old value for a rollback
@@ -176,14 +179,14 @@ marks_replace(MarksRel *m, HeapTuple tuple, HeapTuple newtuple,
  */
 TM_Result
 marks_raise(MarksRel *m, HeapTuple tuple, FenceToken token,
-			TimestampTz moved_at, ItemPointer version)
+			TimestampTz moved_at, char set_by, ItemPointer version)
 {
 	HeapTuple	newtuple;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
 	TM_Result	result;
 
-	newtuple = marks_form(m, token, moved_at);
+	newtuple = marks_form(m, token, moved_at, set_by);
 	if (XLogLogicalInfoActive())
 		return marks_replace(m, tuple, newtuple, version);
 	result = fencing_heap_update(m->heap, &tuple->t_self, newtuple,
