@@ -15,7 +15,9 @@ by step against a reference model of the marks, which is a dictionary:
 
 The model: a lax write is accepted when its token is at or above the
 mark, a strict one when above it, or equal to a mark this transaction
-set; fence_advance raises and returns max(mark, token).  After every step
+set or one that no write has used since fence_advance set it (in any
+transaction: the mark's set_by); fence_advance raises and returns
+max(mark, token).  After every step
 the session's own readers (fence_mark, the fence_marks view) must show
 the model's mark of the transaction, a SELECT of fence_high_water no more
 than it (the version written, which raises kept in memory may exceed),
@@ -75,22 +77,21 @@ class Model:
     """The marks: committed, and as the open transaction sees them."""
 
     def __init__(self, preloaded):
-        self.committed = {}
-        self.cur = None          # res -> (token, set by this transaction)
+        self.committed = {}      # res -> token
+        # Whether a write set (or used) each committed mark's token, or
+        # fence_advance did (fence_high_water.set_by): strict mode
+        # accepts one write at a token fence_advance set, in any session.
+        self.written = {}        # res -> bool
+        # res -> (token, set by this transaction, a write set or used it)
+        self.cur = None
         self.deferred = None     # (res, token) queued for commit
-        self.savepoints = []     # (name, saved cur, saved deferred, saved tx_notes)
-        # Preloaded, the session remembers the marks its committed
-        # fence_advance set (marks_floor.c): its first write at such a
-        # token in a later transaction is its own, strict or not.
+        self.savepoints = []     # (name, saved cur, saved deferred)
         self.preloaded = preloaded
-        self.notes = set()       # (res, token), committed, not yet used
-        self.tx_notes = []       # this transaction's, kept if it commits
 
     def begin(self):
-        self.cur = {r: (t, False) for r, t in self.committed.items()}
+        self.cur = {r: (t, False, self.written[r]) for r, t in self.committed.items()}
         self.deferred = []
         self.savepoints = []
-        self.tx_notes = []
 
     def mark(self, res):
         m = self.cur.get(res) if self.cur is not None else None
@@ -99,37 +100,33 @@ class Model:
     def write(self, res, tok, strict):
         m = self.cur.get(res)
         if m is None or tok > m[0]:
-            self.cur[res] = (tok, True)
+            self.cur[res] = (tok, True, True)
             return True
-        if tok == m[0] and not m[1] and (res, tok) in self.notes:
-            self.notes.discard((res, tok))   # used at once, whatever follows
-            self.cur[res] = (tok, True)
-            return True
-        if tok == m[0] and (not strict or m[1]):
-            return True
-        return False
+        if tok != m[0] or (strict and not m[1] and m[2]):
+            return False
+        if not m[2]:
+            # the first write at a token fence_advance set records itself
+            self.cur[res] = (tok, True, True)
+        return True
 
     def advance(self, res, tok):
         m = self.cur.get(res)
         if m is None or tok > m[0]:
-            self.cur[res] = (tok, True)
-            m = (tok, True)
-        if self.preloaded and m[0] == tok:
-            self.tx_notes.append((res, tok))
+            self.cur[res] = (tok, True, False)
+            m = self.cur[res]
         return m[0]
 
     def forget(self, res):
         return self.cur.pop(res, None) is not None
 
     def savepoint(self, name):
-        self.savepoints.append((name, copy.copy(self.cur), list(self.deferred), list(self.tx_notes)))
+        self.savepoints.append((name, copy.copy(self.cur), list(self.deferred)))
 
     def rollback_to(self, i):
-        name, cur, deferred, tx_notes = self.savepoints[i]
+        name, cur, deferred = self.savepoints[i]
         del self.savepoints[i + 1:]
         self.cur = copy.copy(cur)
         self.deferred = list(deferred)
-        self.tx_notes = list(tx_notes)
 
     def release(self, i):
         del self.savepoints[i:]
@@ -137,11 +134,9 @@ class Model:
     def commit(self, prepared=False):
         for res, tok in self.deferred:
             self.advance(res, tok)
-        self.committed = {r: t for r, (t, _) in self.cur.items()}
+        self.committed = {r: t for r, (t, _, _) in self.cur.items()}
+        self.written = {r: w for r, (_, _, w) in self.cur.items()}
         self.cur = None
-        # a prepared transaction's notes end at PREPARE
-        if not prepared:
-            self.notes.update(self.tx_notes)
 
     def rollback(self):
         self.cur = None
