@@ -26,12 +26,14 @@
 #   is logged;
 # - a strict guard accepts the holder's first write in the transaction
 #   after its acquisition (fenced_acquire in autocommit, then INSERT), and
-#   after fence_advance; it still rejects a second writer of an equal token;
+#   after fence_advance, also from another backend (a pool); it still
+#   rejects a second writer of an equal token;
 # - an acquisition rolled back to a savepoint gives its Redis lock back.
 #
 # On 3ef157e (1.2) 33 of the first 48 checks failed (the 3 of psql's
 # victim came later): the newer holder waited for the victim, or gave up,
-# and the victim's late write was accepted.
+# and the victim's late write was accepted.  On 8813559 the 4 checks of a
+# holder's first write from another backend (set_by) failed.
 #
 # Usage: bash test/scripts/redis_takeover.sh   (ok/not ok lines; exit 0 = pass)
 set -uo pipefail
@@ -217,6 +219,24 @@ sess_open s2
 sess s2 "SELECT fence_use('job:2', 500); UPDATE jobs SET state = 'x' WHERE id = 2;"
 expect "strict: another writer of that token after a write is rejected (TF001)" "$S" "TF001"
 sess_close s2
+# A pool hands the holder's next transaction to another backend: the mark
+# records that the acquisition set its token (set_by), not the session.
+sess s "SELECT fenced_acquire('job:3')::text;"
+T3=$R
+sess s "SELECT set_by FROM fence_high_water WHERE resource = 'job:3';"
+expect "strict: the acquisition's mark says an acquisition set it" "$S|$R" "00000|a"
+sess_open s3
+sess s3 "SELECT fence_use('job:3', '$T3'); INSERT INTO jobs (id, state) VALUES (3, 'started');"
+expect "strict: the holder's first write, from another backend, is accepted" "$S" "00000"
+sess_close s3
+sess_open s4
+sess s4 "SELECT fence_use('job:3', '$T3'); UPDATE jobs SET state = 'x' WHERE id = 3;"
+expect "strict: ... a second write at that token, from a third backend, is rejected (TF001)" "$S" "TF001"
+sess_close s4
+sess s "SELECT fenced_release('job:3');"
+sess s "BEGIN; SELECT fenced_acquire_xact('job:4') IS NOT NULL; INSERT INTO jobs (id, state) VALUES (4, 'started'); COMMIT;"
+sess s "SELECT set_by, token = (SELECT tok FROM jobs WHERE id = 4) FROM fence_high_water WHERE resource = 'job:4';"
+expect "strict: an acquisition and a write in one transaction leave the mark written" "$S|$R" "00000|w|t"
 
 # ---------------------------------------- rolled back to a savepoint
 
