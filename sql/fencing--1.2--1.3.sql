@@ -527,3 +527,52 @@ ALTER TABLE @extschema@.fence_high_water
 	ADD COLUMN set_by "char" NOT NULL DEFAULT 'w'
 	CHECK (set_by IN ('a', 'v', 'w'));
 COMMENT ON COLUMN @extschema@.fence_high_water.set_by IS 'what set the token: a = an acquisition, v = fence_advance, w = a guarded write (strict mode rejects an equal token only after a write)';
+
+
+-- ---------------------------------------------------------------------
+-- Issue 31, part 4: leases for every token source
+-- ---------------------------------------------------------------------
+
+-- fence_use gains lease (default NULL: none): the declared token's lease
+-- ends that long after the call by this server's clock, and a newer
+-- holder of the resource whose write waits for this holder's transaction
+-- ends it once the lease has ended, as for fenced_acquire's leases
+-- (src/lock/lease_use.c, src/lock/lease_takeover.c).  A new argument is a
+-- new signature, so the function is made again, with the privileges it
+-- had (EXECUTE to PUBLIC when created: a NULL ACL, kept as it is) and its
+-- initial privileges, as the section of issue 38 above does.
+DO $$
+DECLARE
+	fn_acl pg_catalog.aclitem[];
+	fn_init pg_catalog.aclitem[];
+	new_fn pg_catalog.oid;
+	a record;
+BEGIN
+	SELECT p.proacl INTO fn_acl FROM pg_catalog.pg_proc p
+		WHERE p.oid = '@extschema@.fence_use(text, @extschema@.fence_token, boolean)'::pg_catalog.regprocedure;
+	SELECT i.initprivs INTO fn_init FROM pg_catalog.pg_init_privs i
+		WHERE i.objoid = '@extschema@.fence_use(text, @extschema@.fence_token, boolean)'::pg_catalog.regprocedure
+			AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid = 0;
+	DROP FUNCTION @extschema@.fence_use(text, @extschema@.fence_token, boolean);
+	CREATE FUNCTION @extschema@.fence_use(resource text, token @extschema@.fence_token,
+			is_local boolean DEFAULT false, lease interval DEFAULT NULL)
+		RETURNS void
+		AS 'MODULE_PATHNAME', 'fence_use_lease' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	new_fn := '@extschema@.fence_use(text, @extschema@.fence_token, boolean, interval)'::pg_catalog.regprocedure;
+	IF fn_acl IS NOT NULL THEN
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn::pg_catalog.regprocedure);
+		FOR a IN SELECT * FROM pg_catalog.aclexplode(fn_acl) LOOP
+			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
+				a.privilege_type, new_fn::pg_catalog.regprocedure,
+				CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
+				CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
+	END IF;
+	DELETE FROM pg_catalog.pg_init_privs i
+		WHERE i.objsubid = 0 AND i.objoid = new_fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass;
+	IF fn_init IS NOT NULL THEN
+		INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+			VALUES (new_fn, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', fn_init);
+	END IF;
+	COMMENT ON FUNCTION @extschema@.fence_use(text, @extschema@.fence_token, boolean, interval) IS 'declare the token this session (or transaction) writes a resource with; with lease, the holder''s lease ends that long after the call, and a newer holder waiting for its transaction then ends it';
+END $$;

@@ -226,29 +226,18 @@ declared_clear(const char *resource, bool is_local)
 }
 
 /*
- * fence_use(resource text, token fence_token, is_local boolean)
- *		Declare the token this session, or with is_local this transaction
- *		only, writes resource with.  A NULL token withdraws the
- *		declaration.
+ * declared_use
+ *		What fence_use() does with its arguments: declare token (none:
+ *		withdraw the declaration) for resource, for the session or with
+ *		is_local the transaction.  Also called by the lock layer's
+ *		fence_use() with a lease (lease_use.c).
  */
-Datum
-fence_use(PG_FUNCTION_ARGS)
+void
+declared_use(const char *resource, bool has_token, FenceToken token,
+			 bool is_local)
 {
-	char	   *resource;
-	bool		is_local;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("resource must not be null")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("is_local must not be null")));
-	resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	resource_name_check(resource, strlen(resource));
-	is_local = PG_GETARG_BOOL(2);
-	if (!is_local && !PG_ARGISNULL(1))
+	if (!is_local && has_token)
 		session_state_check("fence_use() without is_local");
 
 	/*
@@ -264,11 +253,51 @@ fence_use(PG_FUNCTION_ARGS)
 				 errmsg("fence_use with is_local can only be used in transaction blocks"),
 				 errhint("Call it after BEGIN, in the transaction that writes, or in the same query string as the write.")));
 
-	if (PG_ARGISNULL(1))
+	if (!has_token)
 		declared_clear(resource, is_local);
 	else
-		declared_set(resource, PG_GETARG_FENCE_TOKEN(1), is_local);
+		declared_set(resource, token, is_local);
+}
 
+/*
+ * declared_use_args
+ *		The arguments of fence_use(): resource and is_local, refused if
+ *		null; the token, if not null.
+ */
+char *
+declared_use_args(FunctionCallInfo fcinfo, bool *has_token, FenceToken *token,
+				  bool *is_local)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("resource must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("is_local must not be null")));
+	*has_token = !PG_ARGISNULL(1);
+	*token = *has_token ? PG_GETARG_FENCE_TOKEN(1) : 0;
+	*is_local = PG_GETARG_BOOL(2);
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+/*
+ * fence_use(resource text, token fence_token, is_local boolean)
+ *		Declare the token this session, or with is_local this transaction
+ *		only, writes resource with.  A NULL token withdraws the
+ *		declaration.  (1.3's fence_use, with a lease, is lease_use.c's.)
+ */
+Datum
+fence_use(PG_FUNCTION_ARGS)
+{
+	bool		has_token;
+	FenceToken	token;
+	bool		is_local;
+	char	   *resource = declared_use_args(fcinfo, &has_token, &token,
+											 &is_local);
+
+	declared_use(resource, has_token, token, is_local);
 	PG_RETURN_VOID();
 }
 

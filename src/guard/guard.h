@@ -92,6 +92,10 @@ extern bool declared_get(const char *resource, bool is_local, FenceToken *token)
 extern bool declared_lookup(const char *resource, FenceToken *token);
 extern void declared_set(const char *resource, FenceToken token, bool is_local);
 extern void declared_clear(const char *resource, bool is_local);
+extern void declared_use(const char *resource, bool has_token,
+						 FenceToken token, bool is_local);
+extern char *declared_use_args(FunctionCallInfo fcinfo, bool *has_token,
+							   FenceToken *token, bool *is_local);
 
 extern void session_state_init(void);
 extern void session_state_check(const char *form);

@@ -28,6 +28,10 @@
  * session's differs, which would have the lease renewed against another
  * server, found "not ours", and silently left to expire.
  *
+ * The leases of fence_use(resource, token, lease => ...) are listed here
+ * too (declared), for the takeover to find (lease_use.c, lease_takeover.c);
+ * fenced_lock_holders, of Redis leases, and the renewer leave them out.
+ *
  * Without preloading there is no table: fenced_lock_holders shows the
  * calling backend's map, and renew => true is refused.
  *
@@ -341,6 +345,7 @@ lease_shmem_publish(LeaseListing *listing, const LeaseListed *lease)
 	slot->renewing = lease->renew;
 	slot->lost = false;
 	slot->counter_expires = counter_expires;
+	slot->declared = lease->declared;
 	slot->token = lease->token;
 	slot->ttl_ms = lease->ttl_ms;
 	slot->acquired = lease->acquired;

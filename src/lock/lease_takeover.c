@@ -15,6 +15,10 @@
  * after the older lease ended there too: a renewal that reached Redis in
  * time makes the newer SET NX fail, a later one fails the owner check),
  * the writer's transaction is ended; the wait polls for its end meanwhile.
+ * Leases of fence_use (lease_use.c) are ended alike: such a lease is in
+ * the same table, and a newer holder is one whose write's token is the
+ * token it declared (fence_use or an acquisition), the proof without a
+ * lock service to ask that the lock moved on.
  * Otherwise the write waits as any write does.  A holder whose lease is
  * valid by our clock is never ended (that is logged, once per wait); the
  * wait polls only if that lease ends within TAKEOVER_SOON_MS, and queues
@@ -143,7 +147,9 @@ takeover_slot_of(PGPROC *proc)
 
 /*
  * The lease of backend pid on resource in this database, from the shared
- * table of lock holders: its token and its expiry by our clock.
+ * table of lock holders: its token and its expiry by our clock.  A lease
+ * of fenced_acquire or of fence_use (lease_use.c), the higher token's if
+ * the backend has both.
  */
 static bool
 takeover_lease_of(int pid, const char *resource, FenceToken *token,
@@ -153,13 +159,14 @@ takeover_lease_of(int pid, const char *resource, FenceToken *token,
 	int			i;
 	bool		found = false;
 
-	for (i = 0; i < n && !found; i++)
+	for (i = 0; i < n; i++)
 	{
 		LeaseSlot  *slot = lease_shmem_slot(i);
 
 		SpinLockAcquire(&slot->mutex);
 		if (slot->in_use && slot->pid == pid && slot->dbid == MyDatabaseId &&
-			strcmp(slot->resource, resource) == 0)
+			strcmp(slot->resource, resource) == 0 &&
+			(!found || slot->token > *token))
 		{
 			*token = slot->token;
 			*expires = slot->expires;
@@ -267,11 +274,13 @@ takeover_wait_policy(const char *resource, FenceToken newer,
 	TransactionId top;
 	PGPROC	   *proc;
 	int			pid;
-	FenceToken	token;
-	TimestampTz expires;
+	FenceToken	token = 0;
+	TimestampTz expires = 0;
 	long		left;
 
-	if (slots == NULL || mine == NULL || !mine->held || mine->token != newer)
+	if (slots == NULL ||
+		!((mine != NULL && mine->held && mine->token == newer) ||
+		  use_lease_newer_holder(resource, newer)))
 		return 0;
 	top = SubTransGetTopmostTransaction(xid);
 	proc = BackendPidGetProc(pid = BackendXidGetPid(top));

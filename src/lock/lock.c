@@ -109,6 +109,7 @@ void
 fenced_lock_at_xact_end(bool commit)
 {
 	lease_release_at_xact_end(commit);
+	use_leases_at_xact_end();
 }
 
 void
@@ -121,6 +122,7 @@ void
 fenced_lock_discard_all(void)
 {
 	lease_release_discard_all();
+	use_leases_forget_all();
 }
 
 static RedisScript extend_script = {"fencing extend script", FENCED_EXTEND_LUA, ""};
@@ -452,7 +454,7 @@ fenced_lock_holders_data(PG_FUNCTION_ARGS)
 		else
 			copy->in_use = false;
 		SpinLockRelease(&slot->mutex);
-		if (copy->in_use)
+		if (copy->in_use && !copy->declared)
 			holders_put(rsinfo, copy,
 						all || has_privs_of_role(GetUserId(), copy->roleid));
 	}

@@ -462,6 +462,7 @@ acquire_list(Acquisition *a, Lease *lease)
 	listed.ttl_ms = a->ttl_ms;
 	listed.renew = a->renew;
 	listed.max_hold_ms = a->max_hold_ms;
+	listed.declared = false;
 	lease_shmem_publish(&lease->listing, &listed);
 }
 

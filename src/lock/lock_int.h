@@ -43,6 +43,7 @@ extern int	fencing_lock_wait_wakeup;
 
 extern char *fenced_resource_arg(FunctionCallInfo fcinfo);
 extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
+extern int	fenced_use_lease_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);
 extern bool fenced_renew_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_max_hold_arg(FunctionCallInfo fcinfo, int argno);
@@ -87,6 +88,7 @@ typedef struct LeaseSlot
 	bool		renewing;
 	bool		lost;			/* the renewer found the lock another's */
 	bool		counter_expires;	/* token key is fencing's own */
+	bool		declared;		/* a lease of fence_use(), not of Redis */
 	FenceToken	token;
 	int			ttl_ms;
 	TimestampTz acquired;
@@ -119,6 +121,7 @@ typedef struct LeaseListed
 	bool		renew;
 	int			max_hold_ms;	/* with renew: renewed up to this after
 								 * acquired */
+	bool		declared;		/* a lease of fence_use() (lease_use.c) */
 } LeaseListed;
 
 extern void lease_shmem_init(void);
@@ -138,6 +141,11 @@ extern void lease_shmem_refresh(const LeaseListing *listing,
 extern bool lease_shmem_renewing(const LeaseListing *listing);
 extern bool lease_shmem_lost(const LeaseListing *listing);
 extern void lease_shmem_free_reserved(void);
+
+/* lease_use.c: the leases of fence_use() */
+extern void use_leases_at_xact_end(void);
+extern void use_leases_forget_all(void);
+extern bool use_lease_newer_holder(const char *resource, FenceToken newer);
 
 /* Owner strings: "pg:<sysid>:<pid>:<n>:<16 hex digits>", at most 73 bytes. */
 #define FENCED_OWNER_LEN			LEASE_SHMEM_OWNER_LEN

@@ -8,7 +8,9 @@
  * The Makefile builds this file instead of lock.c and the lease
  * layer.  Without Redis no lease is ever taken: there is nothing to give
  * back at the end of a transaction or at DISCARD ALL, and nothing to keep
- * a transaction from being prepared.
+ * a transaction from being prepared.  fence_use() with a lease declares
+ * its token as without one: there is no takeover to list the lease for
+ * (lease_use.c in the build with Redis).
  *
  * IDENTIFICATION
  *	  src/lock/lock_nohiredis.c
@@ -33,6 +35,7 @@ PG_FUNCTION_INFO_V1(fenced_extend);
 PG_FUNCTION_INFO_V1(fenced_release);
 PG_FUNCTION_INFO_V1(fenced_leases);
 PG_FUNCTION_INFO_V1(fenced_lock_holders_data);
+PG_FUNCTION_INFO_V1(fence_use_lease);
 
 /* The error of every Redis function in a build without hiredis. */
 pg_noreturn static void
@@ -62,6 +65,24 @@ fenced_lock_pre_prepare(void)
 void
 fenced_lock_discard_all(void)
 {
+}
+
+Datum
+fence_use_lease(PG_FUNCTION_ARGS)
+{
+	bool		has_token;
+	FenceToken	token;
+	bool		is_local;
+	char	   *resource = declared_use_args(fcinfo, &has_token, &token,
+											 &is_local);
+
+	if (fenced_use_lease_arg(fcinfo, 3) > 0 && !has_token)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a lease needs a token"),
+				 errhint("Withdraw a declaration with fence_use(resource, NULL), without a lease.")));
+	declared_use(resource, has_token, token, is_local);
+	PG_RETURN_VOID();
 }
 
 Datum

@@ -241,6 +241,27 @@ interval_to_us(const Interval *span, const char *argname)
 }
 
 /*
+ * The interval argument at argno, named name, in ms, rounded up so that a
+ * lease is never shorter than asked for; not NULL.
+ */
+static int
+lease_ms_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	int64		us = interval_to_us(PG_GETARG_INTERVAL_P(argno), name);
+
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be greater than zero", name)));
+	if (us > (int64) FENCED_MAX_TTL * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is too long", name),
+				 errdetail("The longest lease is %d ms.", FENCED_MAX_TTL)));
+	return (int) ((us + 999) / 1000);
+}
+
+/*
  * fenced_ttl_arg
  *		The ttl argument at argno in ms, rounded up so that a lease is
  *		never shorter than asked for; the default when NULL.
@@ -248,21 +269,22 @@ interval_to_us(const Interval *span, const char *argname)
 int
 fenced_ttl_arg(FunctionCallInfo fcinfo, int argno)
 {
-	int64		us;
-
 	if (PG_ARGISNULL(argno))
 		return fencing_default_ttl;
-	us = interval_to_us(PG_GETARG_INTERVAL_P(argno), "ttl");
-	if (us <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl must be greater than zero")));
-	if (us > (int64) FENCED_MAX_TTL * 1000)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl is too long"),
-				 errdetail("The longest lease is %d ms.", FENCED_MAX_TTL)));
-	return (int) ((us + 999) / 1000);
+	return lease_ms_arg(fcinfo, argno, "ttl");
+}
+
+/*
+ * fenced_use_lease_arg
+ *		fence_use()'s lease argument at argno in ms, as a ttl; -1 when NULL
+ *		(no lease).
+ */
+int
+fenced_use_lease_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		return -1;
+	return lease_ms_arg(fcinfo, argno, "lease");
 }
 
 /*
