@@ -27,8 +27,10 @@
 # method below, its marks, what was written at the old version), and, the
 # day a full script for a newer version exists, any drift between the two
 # paths.  Finally the upgraded database must still fence with the marks
-# written before the update, and the 1.2 update must have given the
-# partitions made before their parent's TRUNCATE guard a clone of it.
+# written before the update, the 1.2 update must have given the
+# partitions made before their parent's TRUNCATE guard a clone of it, and
+# fence_use, made again by 1.3 with a lease argument, must keep the
+# privileges it had.
 #
 # Prints one "ok - ..." or "not ok - ..." line per assertion and exits
 # non-zero if any failed.
@@ -331,6 +333,22 @@ for v in $old_versions; do
 	expect "$db: and gives app both functions" \
 		"$(sql "$db" -c "SELECT has_function_privilege('app', 'fenced_acquire(text, interval, interval, boolean, interval)', 'EXECUTE'),
 			has_function_privilege('app', 'fenced_acquire_xact(text, interval, interval, boolean, interval)', 'EXECUTE')")" "t|t"
+
+	# fence_use gained lease in 1.3 (issue 31): made again, it keeps the
+	# privileges it had, the default (EXECUTE to PUBLIC) or those an
+	# administrator gave it at $v
+	sql postgres -c "DO \$\$ BEGIN CREATE ROLE outsider; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$"
+	expect "$db: after the update, fence_use has its lease and PUBLIC may still call it" \
+		"$(sql "$db" -c "SELECT has_function_privilege('outsider', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE'),
+			to_regprocedure('fence_use(text, fence_token, boolean)') IS NULL")" "t|t"
+	new_db "${db}_use_acl"
+	sql "${db}_use_acl" -c "CREATE EXTENSION fencing VERSION '$v'" \
+		-c "REVOKE EXECUTE ON FUNCTION fence_use(text, fence_token, boolean) FROM PUBLIC" \
+		-c "GRANT EXECUTE ON FUNCTION fence_use(text, fence_token, boolean) TO app" >/dev/null
+	update_db "${db}_use_acl"
+	expect "${db}_use_acl: fence_use revoked from PUBLIC and granted to app at $v stays so after the update" \
+		"$(sql "${db}_use_acl" -c "SELECT has_function_privilege('app', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE'),
+			has_function_privilege('outsider', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE')")" "t|f"
 
 	# An install of version $v whose marks table was created under another
 	# default_table_access_method (here heap_copy, heap's handler under
