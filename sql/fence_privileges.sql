@@ -33,7 +33,7 @@ SELECT has_function_privilege('regress_fence_writer', 'fence_guard()', 'EXECUTE'
 	has_function_privilege('regress_fence_writer', 'fence_advance(text, fence_token)', 'EXECUTE') AS advance,
 	has_function_privilege('regress_fence_writer', 'fence_forget(text)', 'EXECUTE') AS forget,
 	has_function_privilege('regress_fence_writer', 'fence_mark(text)', 'EXECUTE') AS mark,
-	has_function_privilege('regress_fence_writer', 'fence_use(text, fence_token, boolean)', 'EXECUTE') AS use;
+	has_function_privilege('regress_fence_writer', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE') AS use;
 
 --
 -- the writer writes with fresh tokens and is rejected with stale ones
