@@ -147,7 +147,7 @@ else
 fi
 # The rows of fence_high_water as the plain dump's COPY block has them, and
 # as COPY writes them from src (same text format, same escaping).
-dump_rows=$(sed -n '/^COPY [a-z_."]*fence_high_water (resource, token, moved_at) FROM stdin;$/,/^\\\.$/p' \
+dump_rows=$(sed -n '/^COPY [a-z_."]*fence_high_water (resource, token, moved_at, set_by) FROM stdin;$/,/^\\\.$/p' \
 	"$workdir/src.sql" | sed '1d;$d' | cut -f1,2 | LC_ALL=C sort) || dump_rows="(no dump)"
 src_rows=$(sql src -c 'COPY (SELECT resource, token FROM fence_high_water) TO STDOUT' | LC_ALL=C sort)
 expect "the plain dump holds every row of fence_high_water" "$dump_rows" "$src_rows"
