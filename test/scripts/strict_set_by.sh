@@ -19,8 +19,8 @@
 # - fence_marks' rows say what set them.
 #
 # (fenced_acquire, the same with Redis: test/scripts/redis_takeover.sh.)
-# On 8813559 (the per-session memory of 1.3's first round) 10 of 16 checks
-# failed: the first write from another backend, or after a restart, was
+# On 8813559 (the per-session memory of 1.3's first round) 10 of 22 checks
+# failed (preloaded and not): the first write from another backend, or after a restart, was
 # rejected, and there was no set_by.
 #
 #   bash test/scripts/strict_set_by.sh
