@@ -2,7 +2,8 @@
  *
  * marks_held.c
  *	  The marks this transaction holds, per subtransaction level, with the
- *	  raises it keeps in memory until it commits.
+ *	  raises it keeps in memory until it commits; reading a mark as this
+ *	  transaction holds it (marks_read, marks_read_newest).
  *
  * Once a transaction has checked and locked a resource's mark at token T,
  * later rows of that resource with token T cannot fail (nobody else can
@@ -41,6 +42,7 @@
 
 #include "access/xact.h"
 #include "common/hashfn.h"
+#include "marks/marks.h"
 #include "marks/marks_int.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -441,4 +443,62 @@ marks_held_flush(void (*write) (const char *resource, CheckedLevel *level))
 	HeldFlush	flush = {write};
 
 	held_foreach(held_flush_one, &flush);
+}
+
+/*
+ * The mark this transaction holds of resource, raises kept in memory
+ * included; else the table's, the newest version or the one the snapshot
+ * sees.  False if it has none.
+ */
+static bool
+marks_read_held_or(const char *resource, FenceToken *mark, bool newest)
+{
+	CheckedLevel *held = checked_held(resource, checked_hash(resource));
+	MarksRel	m;
+	bool		found;
+
+	if (held != NULL)
+	{
+		*mark = held->token;
+		return true;
+	}
+	marks_open(&m, resource, AccessShareLock);
+	found = newest ? marks_fetch_newest(&m, mark) : marks_fetch_visible(&m, mark);
+	marks_close(&m);
+	return found;
+}
+
+/*
+ * marks_read
+ *		The mark of resource as the current snapshot sees it, without a
+ *		lock; false if it has none.  A mark this transaction holds is what
+ *		it holds, raises kept in memory included.
+ */
+bool
+marks_read(const char *resource, FenceToken *mark)
+{
+	return marks_read_held_or(resource, mark, false);
+}
+
+/*
+ * marks_read_newest
+ *		The newest mark of resource, committed or written by a transaction
+ *		still in progress, whatever this transaction's snapshot is; without
+ *		a lock and without waiting.  False if it has none.
+ *
+ * For a floor that a new token must exceed (fenced_acquire), a snapshot's
+ * mark is not enough: under REPEATABLE READ, or in a statement that waited
+ * for a busy lock, a mark raised since the snapshot was taken is missed.
+ * A dirty snapshot sees every live version of the row, including those
+ * of writers that have not committed (and may yet abort); the highest of
+ * them is returned, as a floor can only err on the high side.  Another
+ * transaction in progress may hold the mark higher in memory than the
+ * version it wrote (marks_check): the floor is then a lower bound, as it
+ * is anyway for a transaction yet to raise the mark.  This transaction's
+ * own raises in memory are counted.
+ */
+bool
+marks_read_newest(const char *resource, FenceToken *mark)
+{
+	return marks_read_held_or(resource, mark, true);
 }
