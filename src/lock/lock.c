@@ -98,6 +98,7 @@ fenced_lock_init(void)
 	lease_renewer_register();
 	lease_release_init();
 	lease_takeover_init();
+	lock_lost_init();
 }
 
 /*
@@ -136,14 +137,11 @@ static Datum
 fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 {
 	char	   *resource = fenced_resource_arg(fcinfo);
-	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
-	int			wait_ms = fenced_wait_arg(fcinfo, 2);
-	bool		renew = fenced_renew_arg(fcinfo, 3);
-	int			max_hold_ms = fenced_max_hold_arg(fcinfo, 4);
+	FencedAcquireOptions opts;
 	FenceToken	token;
 
-	if (!fenced_acquire_lease(resource, ttl_ms, wait_ms, xact, renew,
-							  max_hold_ms, &token))
+	fenced_options_args(fcinfo, xact, &opts);
+	if (!fenced_acquire_lease(resource, &opts, &token))
 		PG_RETURN_NULL();
 	PG_RETURN_FENCE_TOKEN(token);
 }

@@ -133,7 +133,7 @@ sess m "SET fencing.redis_cluster_nodes = ''; SELECT fenced_acquire('c:1') IS NO
 expect "and back to one server" "$S|$R" "00000|t|t"
 sess_close m
 
-sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval) TO regress_app" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_cluster_nodes = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at another cluster" "$S" "42501"

@@ -64,7 +64,7 @@ expect "entries without a comma are refused" "$S" "22023"
 sess a "SET fencing.redis_sentinel_master = 'two words';"
 expect "a master name with white space is refused" "$S" "22023"
 
-sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval) TO regress_app" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_sentinels = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at other Sentinels" "$S" "42501"
