@@ -16,7 +16,10 @@
 //   error <exception class> <SQLSTATE or -> <closed|open> <message's first line>
 //   next <1, or the exception class and message>
 //
-// "closed" is Connection.isClosed() of the physical connection after the error.
+// "closed" is Connection.isClosed() after the error: HikariCP closes its
+// proxy when it evicts the connection on its own; "chained" lists the
+// SQLStates of the exceptions chained to it (getNextException), which
+// HikariCP also reads.
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.sql.Connection;
@@ -30,6 +33,13 @@ public class PoolVictim {
 		String m = String.valueOf(e.getMessage()).trim();
 		int nl = m.indexOf('\n');
 		return nl < 0 ? m : m.substring(0, nl);
+	}
+
+	static String chained(SQLException e) {
+		StringBuilder s = new StringBuilder();
+		for (SQLException n = e.getNextException(); n != null; n = n.getNextException())
+			s.append(' ').append(n.getSQLState());
+		return s.length() == 0 ? " -" : s.toString();
 	}
 
 	static void write(Connection c, int acct, int amount) throws SQLException {
@@ -67,15 +77,14 @@ public class PoolVictim {
 				c.commit();
 				System.out.println("error -");
 			} catch (SQLException e) {
-				boolean closed = c.unwrap(Connection.class).isClosed();
+				boolean closed = c.isClosed();
 				System.out.println("error " + e.getClass().getSimpleName() + " "
 						+ (e.getSQLState() == null ? "-" : e.getSQLState()) + " "
-						+ (closed ? "closed" : "open") + " " + firstLine(e));
-				// the line: HikariCP evicts on its own only a connection whose
-				// error is 08xxx or 57P01-57P03; a transaction taken over is TF110
-				if ("TF110".equals(e.getSQLState()) || closed)
-					ds.evictConnection(c);
-				else
+						+ (closed ? "closed" : "open") + " chained" + chained(e) + " " + firstLine(e));
+				// nothing more: HikariCP evicts a connection whose error
+				// (or one chained to it) is 08xxx; a cancelled statement's
+				// TF110 leaves the connection usable once rolled back
+				if (!closed)
 					c.rollback();
 			} finally {
 				c.close();

@@ -17,9 +17,14 @@
 //   error <error class> <code or -> <message> (the failed query's)
 //   next <1, or the error>
 //   alive
+//
+// With NO_LINE=1 in the environment, without doc/clients.md's lines (no
+// 'error' listener on the checked-out client, release() without the
+// error), to show what node-postgres does by default.
 const { Pool } = require('pg');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const withLine = process.env.NO_LINE !== '1';
 const line = (err) => String(err.message).split('\n')[0];
 
 async function main() {
@@ -35,7 +40,7 @@ async function main() {
     console.log('event', err.code || '-', line(err));
     failed = failed || err;
   };
-  client.on('error', onError);
+  if (withLine) client.on('error', onError);
   try {
     await client.query('BEGIN');
     await client.query("SELECT fenced_acquire_xact($1, ttl => '1 s')", [`acct:${acct}`]);
@@ -52,7 +57,7 @@ async function main() {
   }
   client.removeListener('error', onError);
   // the line: release(err) destroys the client instead of pooling it
-  client.release(failed || undefined);
+  client.release(withLine ? failed || undefined : undefined);
   try {
     const again = await pool.connect();
     const r = await again.query('SELECT 1 AS one');

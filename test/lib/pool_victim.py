@@ -18,16 +18,20 @@ gives the connection back to the pool, borrows one again and runs SELECT
     error <exception class> <SQLSTATE or -> <closed|open> <message's first line>
     next <1, or the exception class and message>
 
-("error -" if nothing failed).  For SQLAlchemy, the exception class is
+("error -" if nothing failed).  With NO_LINE=1 in the environment, the
+pools run without doc/clients.md's line (psycopg2: putconn(conn);
+SQLAlchemy: no pool_pre_ping), to show what each does by default.  For SQLAlchemy, the exception class is
 SQLAlchemy's, the SQLSTATE its .orig's, and closed means
 connection_invalidated.
 """
+import os
 import sys
 import time
 
 import psycopg2
 import psycopg2.pool
 
+LINE = os.environ.get("NO_LINE") != "1"
 WRITE = "INSERT INTO ledger (acct, amount) VALUES (%s, %s)"
 
 
@@ -63,7 +67,10 @@ def with_psycopg2(dsn, acct, how):
             "closed" if conn.closed else "open", first_line(e))
     # the line: a closed connection is closed, not pooled; an open one is
     # rolled back by putconn
-    pool.putconn(conn, close=bool(conn.closed))
+    if LINE:
+        pool.putconn(conn, close=bool(conn.closed))
+    else:
+        pool.putconn(conn)
     conn = pool.getconn()
     try:
         with conn.cursor() as cur:
@@ -81,8 +88,8 @@ def with_sqlalchemy(dsn, acct, how):
     # the line: pool_pre_ping tests a connection at checkout and replaces a
     # dead one; SQLAlchemy invalidates the connection itself when psycopg2
     # reports a disconnect
-    engine = sa.create_engine("postgresql+psycopg2://", connect_args={"dsn": dsn},
-                              pool_size=1, max_overflow=0, pool_pre_ping=True)
+    engine = sa.create_engine("postgresql+psycopg2://", creator=lambda: psycopg2.connect(dsn),
+                              pool_size=1, max_overflow=0, pool_pre_ping=LINE)
     write = sa.text("INSERT INTO ledger (acct, amount) VALUES (:a, :n)")
     try:
         with engine.begin() as c:
