@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test/scripts/pool_takeover.sh: a holder ended by the takeover (TF110),
-# behind the real pools (doc/clients.md "When a holder is taken over,
-# per pool"): psycopg2's pool, SQLAlchemy's QueuePool, HikariCP with
+# behind the real pools (doc/clients.md "When a holder is taken over:
+# drivers and pools"): psycopg2's pool, SQLAlchemy's QueuePool, HikariCP with
 # pgJDBC, node-postgres's Pool; each directly and through pgbouncer in
 # transaction mode.
 #
