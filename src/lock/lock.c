@@ -198,6 +198,7 @@ fenced_extend(PG_FUNCTION_ARGS)
 	char	   *token_key;
 	char		ttl[12];
 	char		lifetime[24];
+	TimestampTz sent;
 	const char *args[2];
 	RedisValue *reply;
 
@@ -216,13 +217,14 @@ fenced_extend(PG_FUNCTION_ARGS)
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
 	args[0] = lease->owner;
 	args[1] = ttl;
+	sent = GetCurrentTimestamp();	/* counted from here, as at acquisition */
 	reply = redis_eval(&extend_script, 1, (const char **) &lock_key, 2, args);
 	if (reply->type != REDIS_VALUE_INTEGER)
 		redis_unexpected(extend_script.name, "an integer", reply);
 
 	if (reply->integer == 1)
 	{
-		lease->expires = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms);
+		lease->expires = TimestampTzPlusMilliseconds(sent, ttl_ms);
 		lease_shmem_set_expires(&lease->listing, lease->expires);
 		PG_RETURN_BOOL(true);
 	}

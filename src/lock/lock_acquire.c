@@ -258,9 +258,13 @@ fenced_record_token(const char *resource, const char *lock_key,
 /*
  * fenced_take
  *		Attempt to take the lock on resource under owner until it is taken
- *		or the deadline has passed; true with *token set if it was taken.
- *		With a waiter, fair: a wait that ends without the lock leaves the
- *		queue.
+ *		or the deadline has passed; true with *token set if it was taken,
+ *		and *sent to when the attempt that took it was sent.  With a
+ *		waiter, fair: a wait that ends without the lock leaves the queue.
+ *
+ * The lease is counted from the sending, not from the reply: Redis set
+ * the key's expiry at some moment between the two, so a lease counted from
+ * the reply could be believed held after Redis let it go.
  *
  * Each attempt runs in a memory context of its own, emptied before the
  * next: the longest wait allowed makes millions of attempts, and what one
@@ -270,7 +274,8 @@ fenced_record_token(const char *resource, const char *lock_key,
 static bool
 fenced_take(const char *resource, const char *lock_key, const char *token_key,
 			const char *owner, const char *waiter, int ttl_ms, Lease *lease,
-			bool xact, TimestampTz deadline, FenceToken *token)
+			bool xact, TimestampTz deadline, FenceToken *token,
+			TimestampTz *sent)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext attempt_cxt;
@@ -291,6 +296,7 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 		{
 			long		remaining;
 
+			*sent = GetCurrentTimestamp();
 			taken = fenced_try_acquire(resource, lock_key, token_key, owner,
 									   waiter, ttl_ms, lease, token, &pttl);
 			MemoryContextReset(attempt_cxt);
@@ -370,6 +376,7 @@ typedef struct Acquisition
 	bool		had_xact_lease; /* the transaction holds it already */
 	TimestampTz started;
 	TimestampTz deadline;
+	TimestampTz sent;			/* the attempt that took the lock */
 	char		owner[FENCED_OWNER_LEN];
 	FenceToken	token;
 } Acquisition;
@@ -445,7 +452,7 @@ acquire_rounds(Acquisition *a)
 		fenced_make_owner(a->owner);
 		if (!fenced_take(a->resource, a->lock_key, a->token_key, a->owner,
 						 a->waiter, a->ttl_ms, a->lease, a->xact, a->deadline,
-						 &a->token))
+						 &a->token, &a->sent))
 			return false;
 		if (fencing_redis_wait_replicas > 0)
 			fenced_wait_replicas(a->resource, a->lock_key, a->owner,
@@ -506,7 +513,7 @@ acquire_record(Acquisition *a)
 	lease->lapsed = false;
 	lease->token = a->token;
 	lease->acquired = now;
-	lease->expires = TimestampTzPlusMilliseconds(now, a->ttl_ms);
+	lease->expires = TimestampTzPlusMilliseconds(a->sent, a->ttl_ms);
 	strlcpy(lease->owner, a->owner, FENCED_OWNER_LEN);
 	lease->on_lost_error = a->on_lost_error;
 	lease->lost_reported = false;
