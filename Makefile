@@ -55,6 +55,11 @@ OBJS = \
 
 # Sources name the headers of other layers by folder: "marks/marks.h".
 PG_CPPFLAGS = -I$(srcdir)/src
+# An object is made again when a header it includes changed: the compiler
+# writes its prerequisites beside it (src/x/y.d), read below.  Without
+# them, a struct changed in a header left objects built against the old
+# one, and a server that crashed.
+PG_CFLAGS = -MMD -MP
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -97,11 +102,13 @@ else
 OBJS += src/lock/lock_nohiredis.o
 endif
 
-EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE)
+EXTRA_CLEAN = test/fuzz/token_parse_fuzz $(DISTFILE) $(wildcard src/*.d src/*/*.d)
 DISTFILE = $(EXTENSION)-$(EXTVERSION).tar.gz
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+-include $(OBJS:.o=.d)
 
 # The fuzz target for the token parser (clang with libFuzzer).
 FUZZ_CC ?= clang
