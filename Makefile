@@ -25,6 +25,7 @@ OBJS = \
 	src/guard/fence_guard.o \
 	src/guard/guard_config.o \
 	src/guard/guard_conflict.o \
+	src/guard/guard_repeat.o \
 	src/guard/guard_views.o \
 	src/guard/resource_template.o \
 	src/lock/lock_settings.o \

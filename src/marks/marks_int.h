@@ -126,6 +126,7 @@ typedef struct CheckedLevel
 /* marks_held.c: the marks this transaction holds */
 extern void marks_held_init(void);
 extern void marks_held_at_xact_end(void);
+extern uint64 marks_held_generation(void);
 extern uint32 checked_hash(const char *resource);
 extern CheckedLevel *checked_held(const char *resource, uint32 hash);
 extern void checked_remember(const char *resource, uint32 hash,
