@@ -214,6 +214,9 @@ static const char *
 guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 			   TupleDesc tupdesc, bool new_row)
 {
+	/* Without placeholders, one resource for every row: no call per row. */
+	if (config->nparts == 1 && config->parts[0].literal != NULL)
+		return config->parts[0].literal;
 	return resource_template_name(config->parts, config->nparts, tuple,
 								  tupdesc, trigger->tgname, new_row);
 }
