@@ -33,6 +33,7 @@ OBJS = \
 	src/marks/marks_cache.o \
 	src/marks/marks_floor.o \
 	src/marks/marks_held.o \
+	src/marks/marks_kept.o \
 	src/marks/marks_report.o \
 	src/marks/marks_sql.o \
 	src/marks/marks_table.o \

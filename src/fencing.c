@@ -54,6 +54,8 @@ fencing_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		declared_discard_all();
 		marks_floor_discard();
 	}
+	/* DDL refuses a table this session has open: the marks table too. */
+	marks_kept_close();
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 							params, queryEnv, dest, qc);

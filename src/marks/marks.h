@@ -50,6 +50,7 @@ typedef struct MarksRepeat
 } MarksRepeat;
 
 extern void marks_init(void);
+extern void marks_kept_close(void);
 extern void marks_at_xact_end(void);
 extern void marks_check(const char *resource, FenceToken token, bool strict,
 						FenceToken max_step);

@@ -36,6 +36,7 @@ typedef struct MarksRel
 	Relation	index;
 	Datum		key;			/* the resource, as text */
 	const char *resource;
+	bool		kept;			/* heap and index are marks_kept.c's */
 } MarksRel;
 
 /* The lock serializing the first inserts of one resource's mark. */
@@ -75,6 +76,11 @@ extern Oid	marks_relid(void);
 extern void marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode);
 extern void marks_close(MarksRel *m);
 extern BlockNumber marks_nblocks(MarksRel *m);
+
+/* marks_kept.c: the table and its key kept open by a writing transaction */
+extern void marks_kept_init(void);
+extern bool marks_kept_get(Oid relid, Relation *heap, Relation *index);
+extern void marks_keep(Oid relid, Oid indexid);
 
 /* marks_table.c: reading its rows */
 
