@@ -25,6 +25,7 @@ OBJS = \
 	src/guard/fence_guard.o \
 	src/guard/guard_config.o \
 	src/guard/guard_conflict.o \
+	src/guard/guard_repeat.o \
 	src/guard/guard_views.o \
 	src/guard/resource_template.o \
 	src/lock/lock_settings.o \
@@ -32,6 +33,7 @@ OBJS = \
 	src/marks/marks_cache.o \
 	src/marks/marks_floor.o \
 	src/marks/marks_held.o \
+	src/marks/marks_kept.o \
 	src/marks/marks_report.o \
 	src/marks/marks_sql.o \
 	src/marks/marks_table.o \

@@ -53,6 +53,8 @@ fencing_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		fenced_lock_discard_all();
 		declared_discard_all();
 	}
+	/* DDL refuses a table this session has open: the marks table too. */
+	marks_kept_close();
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 							params, queryEnv, dest, qc);

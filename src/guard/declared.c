@@ -79,6 +79,22 @@ static ResourceMap *session_tokens = NULL;
 static ResourceMap *local_tokens = NULL;
 static MemoryContext local_tokens_cxt = NULL;
 
+/*
+ * Counts every change of the declarations, so that fence_guard can tell
+ * that what it looked up for the last row still holds (declared_generation).
+ */
+static uint64 declared_changes = 0;
+
+/*
+ * declared_generation
+ *		A number that changes whenever a declaration may have changed.
+ */
+uint64
+declared_generation(void)
+{
+	return declared_changes;
+}
+
 PG_FUNCTION_INFO_V1(fence_use);
 PG_FUNCTION_INFO_V1(fence_declared);
 
@@ -90,6 +106,7 @@ PG_FUNCTION_INFO_V1(fence_declared);
 void
 declared_at_xact_end(void)
 {
+	declared_changes++;
 	if (local_tokens != NULL)
 	{
 		local_tokens = NULL;
@@ -122,6 +139,7 @@ void
 declared_discard_all(void)
 {
 	declared_at_xact_end();
+	declared_changes++;
 	if (session_tokens != NULL)
 	{
 		/* the map lives in a context of its own */
@@ -208,6 +226,7 @@ declared_set(const char *resource, FenceToken token, bool is_local)
 	DeclaredEntry *entry;
 	bool		found;
 
+	declared_changes++;
 	entry = resource_map_enter(declared_map(is_local), resource, &found);
 	entry->token = token;
 }
@@ -221,6 +240,7 @@ declared_clear(const char *resource, bool is_local)
 {
 	ResourceMap *map = is_local ? local_tokens : session_tokens;
 
+	declared_changes++;
 	if (map != NULL)
 		resource_map_remove(map, resource);
 }

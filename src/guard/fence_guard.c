@@ -214,6 +214,9 @@ static const char *
 guard_resource(GuardConfig *config, Trigger *trigger, HeapTuple tuple,
 			   TupleDesc tupdesc, bool new_row)
 {
+	/* Without placeholders, one resource for every row: no call per row. */
+	if (config->nparts == 1 && config->parts[0].literal != NULL)
+		return config->parts[0].literal;
 	return resource_template_name(config->parts, config->nparts, tuple,
 								  tupdesc, trigger->tgname, new_row);
 }
@@ -465,6 +468,8 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	bool		statement_sets;
 	bool		stamp;
 	FenceToken	step;
+	bool		repeated;
+	uint64		declared_gen;
 
 	if (TRIGGER_FIRED_BY_DELETE(event))
 	{
@@ -496,18 +501,29 @@ guard_resource_scope(TriggerData *trigdata, GuardConfig *config)
 	}
 	new_resource = guard_resource(config, trigger, newtuple, tupdesc, true);
 
-	new_token = guard_token(new_resource, statement_sets, newtuple, trigger,
-							rel, attnum, &stamp, &step);
+	declared_gen = declared_generation();
+	repeated = guard_repeats(config, new_resource, statement_sets, newtuple,
+							 tupdesc, &new_token, &stamp);
+	if (!repeated)
+		new_token = guard_token(new_resource, statement_sets, newtuple,
+								trigger, rel, attnum, &stamp, &step);
 	stmt_tuple = newtuple;		/* the statement's token, for the old resource */
 	if (stamp)
 		newtuple = guard_stamp(newtuple, tupdesc, attnum, new_token);
 
-	if (old_resource == NULL && guard_on_conflict_running())
+	if (repeated)
+	{
+		/* The row repeats the last write accepted (guard_repeat.c). */
+		if (old_resource != NULL)
+			guard_row_floor(new_resource, oldtuple, rel, attnum, new_token);
+	}
+	else if (old_resource == NULL && guard_on_conflict_running())
 		return guard_insert_or_nothing(rel, newtuple, new_resource, new_token,
 									   config->strict, step);
-	if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)
+	else if (old_resource == NULL || strcmp(old_resource, new_resource) == 0)
 	{
 		marks_check(new_resource, new_token, config->strict, step);
+		guard_repeat_note(config, new_resource, new_token, declared_gen);
 		if (old_resource != NULL)
 			guard_row_floor(new_resource, oldtuple, rel, attnum, new_token);
 	}

@@ -23,6 +23,7 @@
 #include "core/pg_compat.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "marks/marks.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
@@ -77,6 +78,15 @@ typedef struct GuardConfig
 	int			nancestors;
 	MemoryContext cxt;			/* holds parts and ancestors */
 	bool		valid;			/* false once DDL may have changed it */
+
+	/*
+	 * With a template without placeholders: the last write accepted, for
+	 * fence_guard to accept the rows that repeat it without looking the
+	 * declaration and the mark up again (guard_repeats).
+	 */
+	MarksRepeat repeat;
+	uint64		repeat_declared_generation;
+	bool		repeat_declared;	/* the token was declared, not the row's */
 } GuardConfig;
 
 extern void guard_config_init(void);
@@ -85,6 +95,7 @@ extern GuardConfig *guard_config(FunctionCallInfo fcinfo, Trigger *trigger,
 								 Relation rel);
 extern void guard_refuse_shape(Trigger *trigger, Relation rel);
 
+extern uint64 declared_generation(void);
 extern void declared_at_xact_end(void);
 extern void declared_pre_prepare(void);
 extern void declared_discard_all(void);
@@ -111,6 +122,13 @@ extern void guard_conflict_at_xact_end(void);
 extern FenceToken guard_max_token_step(void);
 extern bool guard_on_conflict_running(void);
 extern bool guard_row_conflicts(Relation rel, HeapTuple tuple);
+
+/* rows repeating the last write accepted (guard_repeat.c) */
+extern void guard_repeat_note(GuardConfig *config, const char *resource,
+							  FenceToken token, uint64 declared_gen);
+extern bool guard_repeats(GuardConfig *config, const char *resource,
+						  bool statement_sets, HeapTuple newtuple,
+						  TupleDesc tupdesc, FenceToken *token, bool *stamp);
 
 /* view DEFAULTs over a token column (guard_views.c) */
 extern void guard_views_init(void);

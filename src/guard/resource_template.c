@@ -111,7 +111,20 @@ static void
 resource_value_text(StringInfo buf, Oid basetype, FmgrInfo *output,
 					Datum value)
 {
-	if (basetype == NUMERICOID)
+	char		digits[MAXINT8LEN + 1];
+
+	/* The output functions' own conversions, without a call through fmgr. */
+	if (basetype == INT4OID)
+		appendBinaryStringInfo(buf, digits, pg_ltoa(DatumGetInt32(value), digits));
+	else if (basetype == INT8OID)
+		appendBinaryStringInfo(buf, digits, pg_lltoa(DatumGetInt64(value), digits));
+	else if (basetype == TEXTOID)
+	{
+		text	   *t = DatumGetTextPP(value);
+
+		appendBinaryStringInfo(buf, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	}
+	else if (basetype == NUMERICOID)
 		appendStringInfoString(buf, numeric_normalize(DatumGetNumeric(value)));
 	else if (basetype == BPCHAROID)
 	{

@@ -123,6 +123,7 @@ marks_init(void)
 {
 	RegisterXactCallback(marks_xact_callback, NULL);
 	marks_held_init();
+	marks_kept_init();
 	marks_floor_init(marks_raise_for_holder);
 	marks_hint_init();
 }

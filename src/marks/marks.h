@@ -35,10 +35,29 @@ typedef enum MarksFloorResult
 	FLOOR_FULL					/* no room, or no table: raise the mark */
 } MarksFloorResult;
 
+/*
+ * A write marks_check accepted, to accept its repeats (the same resource,
+ * token and strictness, in the same transaction) without a lookup: see
+ * marks_check_repeats.
+ */
+typedef struct MarksRepeat
+{
+	bool		valid;
+	LocalTransactionId lxid;
+	uint64		generation;		/* marks_held.c's, after the check */
+	FenceToken	token;
+	bool		strict;
+} MarksRepeat;
+
 extern void marks_init(void);
+extern void marks_kept_close(void);
 extern void marks_at_xact_end(void);
 extern void marks_check(const char *resource, FenceToken token, bool strict,
 						FenceToken max_step);
+extern void marks_check_memo(MarksRepeat *memo, FenceToken token,
+							 bool strict);
+extern bool marks_check_repeats(const MarksRepeat *memo, const char *resource,
+								FenceToken token, bool strict);
 pg_noreturn extern void marks_report_stale(const char *resource,
 										   const char *table,
 										   const char *trigger,

@@ -33,6 +33,11 @@
  * (held_spill), so that a transaction holding raises of many marks whose
  * names collide stays linear.
  *
+ * Even the slot's lookup is saved for a write that repeats, row after row,
+ * a check of one resource at one token (marks_check_repeats): a
+ * generation counts the changes of what is held, and nothing to look up
+ * can have changed while it stays the same.
+ *
  * IDENTIFICATION
  *	  src/marks/marks_held.c
  *
@@ -44,6 +49,7 @@
 #include "common/hashfn.h"
 #include "marks/marks.h"
 #include "marks/marks_int.h"
+#include "storage/proc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -90,6 +96,13 @@ static int	held_maxtouched = 0;
 static MemoryContext held_cxt = NULL;
 
 /*
+ * Counts every change of what this transaction holds (a level remembered,
+ * a subtransaction ended, the transaction ended, addresses forgotten), so
+ * that marks_check_repeats can tell that nothing changed since a check.
+ */
+static uint64 held_generation = 0;
+
+/*
  * marks_held_at_xact_end
  *		Forget every mark held; called when a transaction ends, whichever
  *		way (after marks_held_flush, on commit).
@@ -99,6 +112,7 @@ marks_held_at_xact_end(void)
 {
 	int			i;
 
+	held_generation++;
 	if (held_nused == 0 && held_spill == NULL)
 		return;
 	for (i = 0; i < held_nused; i++)
@@ -140,6 +154,7 @@ marks_held_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
 		return;
+	held_generation++;
 	while (held_ntouched > 0 && held_touched[held_ntouched - 1].subid >= mySubid)
 		held_ntouched--;
 
@@ -218,6 +233,7 @@ held_forget_versions_of(HeldMark *mark, void *arg)
 static void
 held_forget_versions(void)
 {
+	held_generation++;
 	held_foreach(held_forget_versions_of, NULL);
 }
 
@@ -230,6 +246,17 @@ marks_held_init(void)
 {
 	RegisterSubXactCallback(marks_held_subxact_callback, NULL);
 	marks_table_init(held_forget_versions);
+}
+
+/*
+ * marks_held_generation
+ *		A number that changes whenever what this transaction holds of any
+ *		mark may have changed.
+ */
+uint64
+marks_held_generation(void)
+{
+	return held_generation;
 }
 
 uint32
@@ -357,6 +384,7 @@ checked_remember(const char *resource, uint32 hash, const CheckedLevel *state)
 	HeldMark   *mark;
 	CheckedLevel *level;
 
+	held_generation++;
 	if (held_cxt == NULL)
 		held_cxt = AllocSetContextCreate(TopMemoryContext,
 										 "fencing held marks",
@@ -442,6 +470,7 @@ marks_held_flush(void (*write) (const char *resource, CheckedLevel *level))
 {
 	HeldFlush	flush = {write};
 
+	held_generation++;
 	held_foreach(held_flush_one, &flush);
 }
 
@@ -501,4 +530,51 @@ bool
 marks_read_newest(const char *resource, FenceToken *mark)
 {
 	return marks_read_held_or(resource, mark, true);
+}
+
+/*
+ * marks_check_memo
+ *		Record, right after marks_check accepted a write of token to a
+ *		resource, what marks_check_repeats needs to accept its repeats.
+ *
+ * The caller keeps the memo with the resource's name, which must be the
+ * one marks_check was given.  Once marks_check has accepted, this
+ * transaction holds the mark at token, set by it (written) or, not
+ * strict, found there; in either case a repeat of the check returns at
+ * its first test of what is held (a strict check of an equal mark that
+ * an acquisition or fence_advance set has made it this transaction's
+ * write), after the floors of acquisitions in progress, which other
+ * sessions move at any time.
+ */
+void
+marks_check_memo(MarksRepeat *memo, FenceToken token, bool strict)
+{
+	memo->valid = true;
+	memo->lxid = FencingLocalTransactionId();
+	memo->generation = marks_held_generation();
+	memo->token = token;
+	memo->strict = strict;
+}
+
+/*
+ * marks_check_repeats
+ *		Whether a write of token to resource repeats the check memo
+ *		recorded, nothing held by this transaction having changed since;
+ *		if so, it is accepted, or rejected below an acquisition's floor as
+ *		marks_check would.  A write of many rows to one resource is checked
+ *		once, not once per row.
+ */
+bool
+marks_check_repeats(const MarksRepeat *memo, const char *resource,
+					FenceToken token, bool strict)
+{
+	FenceToken	floor;
+
+	if (!memo->valid || memo->token != token || memo->strict != strict ||
+		memo->generation != marks_held_generation() ||
+		memo->lxid != FencingLocalTransactionId())
+		return false;
+	if (marks_floor_stale(resource, token, &floor))
+		marks_report_stale(resource, NULL, NULL, token, floor);
+	return true;
 }

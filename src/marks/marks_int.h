@@ -49,6 +49,7 @@ typedef struct MarksRel
 	Datum		key;			/* the resource, as text */
 	const char *resource;
 	bool		has_set_by;		/* the table has column set_by (1.3) */
+	bool		kept;			/* heap and index are marks_kept.c's */
 } MarksRel;
 
 /* The lock serializing the first inserts of one resource's mark. */
@@ -88,6 +89,11 @@ extern Oid	marks_relid(void);
 extern void marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode);
 extern void marks_close(MarksRel *m);
 extern BlockNumber marks_nblocks(MarksRel *m);
+
+/* marks_kept.c: the table and its key kept open by a writing transaction */
+extern void marks_kept_init(void);
+extern bool marks_kept_get(Oid relid, Relation *heap, Relation *index);
+extern void marks_keep(Oid relid, Oid indexid);
 
 /* marks_table.c: reading its rows */
 
@@ -149,6 +155,7 @@ typedef struct CheckedLevel
 /* marks_held.c: the marks this transaction holds */
 extern void marks_held_init(void);
 extern void marks_held_at_xact_end(void);
+extern uint64 marks_held_generation(void);
 extern uint32 checked_hash(const char *resource);
 extern CheckedLevel *checked_held(const char *resource, uint32 hash);
 extern void checked_remember(const char *resource, uint32 hash,

@@ -619,22 +619,34 @@ marks_primary_key(Relation heap)
 void
 marks_open(MarksRel *m, const char *resource, LOCKMODE lockmode)
 {
-	m->heap = table_open(marks_relid(), lockmode);
-	m->index = index_open(marks_primary_key(m->heap), lockmode);
-	if (!marks_shape_checked)
-	{
-		marks_check_shape(m->heap, m->index);
-		marks_pkey_checked = RelationGetRelid(m->index);
-		marks_shape_checked = true;
-	}
 	m->resource = resource;
 	m->key = CStringGetTextDatum(resource);
+
+	/* Kept open, locked at least as strongly, by this transaction. */
+	m->kept = marks_shape_checked && lockmode <= RowExclusiveLock &&
+		marks_kept_get(marks_relid(), &m->heap, &m->index);
+	if (!m->kept)
+	{
+		m->heap = table_open(marks_relid(), lockmode);
+		m->index = index_open(marks_primary_key(m->heap), lockmode);
+		if (!marks_shape_checked)
+		{
+			marks_check_shape(m->heap, m->index);
+			marks_pkey_checked = RelationGetRelid(m->index);
+			marks_shape_checked = true;
+		}
+		if (lockmode == RowExclusiveLock)
+			marks_keep(RelationGetRelid(m->heap), RelationGetRelid(m->index));
+	}
+	/* A table not yet updated to 1.3 has no set_by: 1.2's rule then. */
 	m->has_set_by = RelationGetDescr(m->heap)->natts == Natts_mark;
 }
 
 void
 marks_close(MarksRel *m)
 {
+	if (m->kept)
+		return;
 	index_close(m->index, NoLock);
 	table_close(m->heap, NoLock);
 }

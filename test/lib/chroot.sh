@@ -18,9 +18,12 @@ CHROOT_MOUNTS=()
 
 # The packages of a chroot for PostgreSQL $1 (python3 for the fake Redis
 # servers of redis_faults.sh; OpenSSL's headers, which the TLS transport
-# builds against, come with postgresql-server-dev through libpq-dev).
+# builds against, come with postgresql-server-dev through libpq-dev, and so
+# do the TAP modules, PostgreSQL::Test::Cluster, in its pgxs tree; prove
+# comes with perl, IPC::Run with libipc-run-perl; psycopg2 for the history
+# checker of the TAP tests and the stalled holder of redis_takeover.sh).
 chroot_packages() {
-	echo "postgresql-$1 postgresql-server-dev-$1 libhiredis-dev redis-server make gcc python3"
+	echo "postgresql-$1 postgresql-server-dev-$1 libhiredis-dev redis-server make gcc python3 perl libipc-run-perl python3-psycopg2"
 }
 
 # The Debian archive the host's apt sources use (not the security one):
@@ -77,27 +80,59 @@ chroot_run() {
 		DEBIAN_FRONTEND=noninteractive chroot "$dir" "$@"
 }
 
+# Whether chroot $1 has a PostgreSQL $2 whose pg_config runs.
+chroot_has_pg() {
+	chroot_run "$1" "/usr/lib/postgresql/$2/bin/pg_config" --version 2>/dev/null |
+		grep -q "^PostgreSQL $2\."
+}
+
 # Whether chroot $1 is complete for PostgreSQL $2: its stamp names the
 # packages, and its pg_config runs and is that major.
 chroot_valid() {
 	local dir=$1 major=$2
 	[ -f "$dir/.fencing-chroot" ] &&
 		[ "$(cat "$dir/.fencing-chroot")" = "$(chroot_packages "$major")" ] &&
-		chroot_run "$dir" "/usr/lib/postgresql/$major/bin/pg_config" --version 2>/dev/null |
-		grep -q "^PostgreSQL $major\."
+		chroot_has_pg "$dir" "$major"
+}
+
+# Install the packages of chroot_packages that chroot $1, made for
+# PostgreSQL $2 by an earlier version of this file (its stamp names
+# fewer), lacks, and stamp it: cheaper than making it afresh.  Returns 1,
+# the log in $3, if apt-get fails.
+chroot_top_up() {
+	local dir=$1 major=$2 log=$3
+	chroot_mount "$dir" || { chroot_umount_all; return 1; }
+	# shellcheck disable=SC2046
+	if ! { chroot_run "$dir" apt-get -o Acquire::Check-Valid-Until=false update &&
+		chroot_run "$dir" apt-get install -y --no-install-recommends $(chroot_packages "$major"); } >"$log" 2>&1; then
+		chroot_umount_all
+		return 1
+	fi
+	chroot_umount_all
+	chroot_packages "$major" >"$dir/.fencing-chroot"
 }
 
 # Make sure $FENCING_CHROOTS/$1 is a chroot of Debian suite $2 with
 # PostgreSQL $3 (debootstrap script $4, the suite's name by default), and
 # print where it is.  Reuses a valid one; otherwise makes it afresh, next
-# to it, and moves it into place only once complete.  On failure prints
-# the reason on stderr and returns 1.
+# to it, and moves it into place only once complete; one whose PostgreSQL
+# runs but that lacks packages added since it was made gets them
+# (chroot_top_up).  On failure prints the reason on stderr and returns 1.
 chroot_ensure() {
 	local name=$1 suite=$2 major=$3 script=${4:-$2}
 	local dir=$FENCING_CHROOTS/$name new mirror start log
 	if chroot_valid "$dir" "$major"; then
 		echo "$dir"
 		return 0
+	fi
+	if [ -f "$dir/.fencing-chroot" ] && chroot_has_pg "$dir" "$major"; then
+		chroot_umount_stale "$dir"
+		harness_log "installing the packages the $suite chroot lacks"
+		if chroot_top_up "$dir" "$major" "$FENCING_CHROOTS/$name.log"; then
+			echo "$dir"
+			return 0
+		fi
+		harness_log "apt-get install in the $suite chroot failed: making it afresh"
 	fi
 	mirror=$(chroot_mirror) || { echo "no Debian mirror in the host's apt sources" >&2; return 1; }
 	command -v debootstrap >/dev/null || harness_install_deps debootstrap >&2

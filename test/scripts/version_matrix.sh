@@ -19,6 +19,17 @@
 #                             faults and broken servers, which hiredis
 #                             1.x parses differently from 0.14
 #   ok - pgMAJOR/dist         the "make dist" tarball builds with -Werror
+#   ok - pgMAJOR/tap          the TAP tests, test/t/*.pl (crash recovery,
+#                             standby, subtransactions through a crash,
+#                             many raises per transaction through a crash
+#                             and on a standby), with that major's
+#                             PostgreSQL::Test::Cluster
+#   ok - pgMAJOR/redis_takeover test/scripts/redis_takeover.sh: the
+#                             takeover of a stalled holder, whose FATAL
+#                             carries TF110 (set by an emit_log_hook)
+#
+# Each line ends with the seconds the step took, and the tap step with
+# prove's count of files and tests.
 #
 # A failed step prints "not ok - ..." and the end of its log.  When the
 # chroot cannot be had (no network, no mirror), every step is "not ok"
@@ -39,7 +50,7 @@ case $major in
 	18) name=forky suite=forky script=sid ;;
 	*) echo "no chroot is known for PostgreSQL $major" >&2; exit 2 ;;
 esac
-steps=(chroot build regress isolation upgrade redis_lock redis_faults dist)
+steps=(chroot build regress isolation upgrade redis_lock redis_faults dist tap redis_takeover)
 failed=0
 echo "1..${#steps[@]}"
 
@@ -86,7 +97,7 @@ fi
 if [ $was_valid -eq 1 ]; then
 	report ok chroot "reused $dir"
 else
-	report ok chroot "made $dir in $((SECONDS - start)) s"
+	report ok chroot "made or completed $dir in $((SECONDS - start)) s"
 fi
 chroot_mount "$dir" || fail_from build "could not mount /proc and /dev/shm in $dir"
 
@@ -106,15 +117,17 @@ version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$FENCING_TOP/fencing.co
 make -C "$FENCING_TOP" -s dist DISTFILE="$work/fencing-$version.tar.gz" >/dev/null 2>&1
 
 # step NAME COMMAND: run COMMAND (a shell command line) in the copied tree
-# inside the chroot, as root, and report it.
+# inside the chroot, as root, and report it, with prove's summary if it
+# printed one, and the seconds it took.
 step() {
-	local s=$1 cmd=$2 log=$hostdir/$1.log
+	local s=$1 cmd=$2 log=$hostdir/$1.log t0=$SECONDS note
 	harness_log "PostgreSQL $major: $s"
 	if chroot_run "$dir" env PG_CONFIG="$pg_config" TMPDIR=/tmp \
 		timeout 900 bash -c "cd $inner/tree && $cmd" >"$log" 2>&1; then
-		report ok "$s"
+		note=$(grep -o '^Files=[0-9]*, Tests=[0-9]*' "$log" | tail -1)
+		report ok "$s" "${note:+$note; }$((SECONDS - t0)) s"
 	else
-		report not_ok "$s"
+		report not_ok "$s" "$((SECONDS - t0)) s"
 		tail -150 "$log" | sed 's/^/#   /'
 	fi
 }
@@ -130,5 +143,7 @@ step upgrade "bash test/scripts/upgrade.sh"
 step redis_lock "bash test/scripts/redis_lock.sh"
 step redis_faults "bash test/scripts/redis_faults.sh"
 step dist "cd .. && tar -xzf fencing-$version.tar.gz && make -C fencing-$version -s PG_CFLAGS='$werror'"
+step tap "bash test/lib/tap.sh"
+step redis_takeover "bash test/scripts/redis_takeover.sh"
 
 [ "$failed" -eq 0 ]
