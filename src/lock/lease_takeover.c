@@ -68,14 +68,26 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-/* A lease has ended by our clock this long after its expiry. */
-#define TAKEOVER_MARGIN_MS		100
+/*
+ * A lease has ended by our clock this long after its expiry.  The expiry is
+ * counted from when the acquisition was sent, before Redis set the key's
+ * own, and the newer holder's grant shows that Redis let it go: the margin
+ * covers only timer and scheduling slack on this one clock, not the drift
+ * between two (a fence_use lease is counted from the call, after its lock
+ * service granted it).
+ */
+#define TAKEOVER_MARGIN_MS		20
 /* Polling interval while a stalled holder's transaction ends. */
-#define TAKEOVER_POLL_MS		20
+#define TAKEOVER_POLL_MS		10
 /* A valid lease that ends within this is polled for, not queued behind. */
 #define TAKEOVER_SOON_MS		1000
-/* Polls after the cancel before the backend is terminated. */
-#define TAKEOVER_CANCEL_POLLS	5
+
+/*
+ * Polls after the cancel before the backend is terminated: a statement
+ * running at top level ends at its next interrupt check, well within
+ * these; an idle transaction, which a cancel does not end, costs them.
+ */
+#define TAKEOVER_CANCEL_POLLS	4
 
 typedef struct TakeoverSlot
 {
