@@ -229,7 +229,8 @@ release_warn(int nfailed, const char *first, const char *failure)
 /*
  * release_batch_post
  *		Send the releases of a transaction's end, pipelined, without
- *		waiting for their replies (single-server and Sentinel modes): with
+ *		waiting for their replies, on the connection the acquisition used
+ *		(single-server and Sentinel modes): with
  *		EVAL, so that no NOSCRIPT can refuse one that nobody would send
  *		again.  They are in the socket, whole, before COMMIT returns, and
  *		the server runs them before any later command of the session; their
@@ -303,7 +304,8 @@ release_owed_reply(const RedisValue *reply)
  * release_batch_send
  *		Send the releases, pipelined, under one command timeout; a failure
  *		is one WARNING, never an error.  The batch is gone afterwards.
- *		With post, outside Cluster mode, release_batch_post sends them.
+ *		With post, release_batch_post sends them where it can (on the open
+ *		connection of an earlier call, outside Cluster mode).
  */
 static void
 release_batch_send(ReleaseBatch *batch, bool post)
@@ -321,7 +323,7 @@ release_batch_send(ReleaseBatch *batch, bool post)
 		MemoryContextReset(release_cxt);
 		return;
 	}
-	if (post && !redis_cluster_enabled())
+	if (post && redis_commands_post_ready())
 	{
 		release_batch_post(batch);
 		return;

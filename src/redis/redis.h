@@ -244,6 +244,7 @@ extern bool redis_commands_noerror(int ncommands, const int *argc,
 								   const char ***argv, RedisValue **replies,
 								   char **failure);
 extern RedisBudget redis_release_budget(void);
+extern bool redis_commands_post_ready(void);
 extern bool redis_commands_post_noerror_within(const RedisBudget *budget,
 											   int ncommands, const int *argc,
 											   const char ***argv,

@@ -411,16 +411,32 @@ redis_commands_noerror_within(const RedisBudget *budget, int ncommands,
 }
 
 /*
+ * redis_commands_post_ready
+ *		Whether redis_commands_post_noerror_within may be used now: outside
+ *		Cluster mode, on the connection of an earlier call, open, idle and
+ *		made under the current settings.  Commands that would need a new
+ *		connection are better sent with redis_commands_noerror_within: the
+ *		connect's round trips are waited for anyway, and a failure is known
+ *		at once.
+ */
+bool
+redis_commands_post_ready(void)
+{
+	return !redis_cluster_enabled() && redis_link_is_open(&single) &&
+		single.ready && !single.sock.in_flight &&
+		single.generation == redis_settings_generation;
+}
+
+/*
  * redis_commands_post_noerror_within
  *		Send ncommands commands, pipelined, where nothing may be thrown, as
  *		redis_commands_noerror_within does, but without waiting for their
  *		replies: true once they are in the socket, whole.  Their replies
  *		are owed, and handed to redis_owed_hook when read: before the
  *		connection's next command, which the server therefore runs after
- *		them.  Single-server and Sentinel modes only (in Cluster mode the
- *		commands may go to different nodes: use
- *		redis_commands_noerror_within); false, with *failure set, on
- *		failure, the connection dropped.
+ *		them.  Only where redis_commands_post_ready says so (in Cluster
+ *		mode the commands may go to different nodes); false, with *failure
+ *		set, on failure, the connection dropped.
  */
 bool
 redis_commands_post_noerror_within(const RedisBudget *budget, int ncommands,
