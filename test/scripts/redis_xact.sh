@@ -245,14 +245,16 @@ sess a "ROLLBACK;"
 
 # the next call reads the reply owed to the release at commit: with Redis
 # frozen, within the command timeout, then over a new connection
-sess a "BEGIN; SELECT fenced_acquire_xact('x:30') IS NOT NULL; COMMIT;"
+sess a "BEGIN; SELECT fenced_acquire_xact('x:30') IS NOT NULL;"
 kill -STOP "$REDIS_PID"
+sess a "COMMIT;"
 sess a "SELECT fenced_acquire_xact('x:31', wait => '0') IS NOT NULL;"
 next_ms=$T
 kill -CONT "$REDIS_PID"
 expect "the next call with Redis frozen fails with TF101" "$S" "TF101"
-check "within the command timeout for the reply owed and its own ($next_ms ms)" \
+check "within the command timeouts of the reply owed and of its own ($next_ms ms)" \
 	test "$next_ms" -ge 250 -a "$next_ms" -lt 2500
+expect "the release at commit ran when Redis woke" "$(wait_gone x:30)" "0"
 sess a "SELECT fenced_acquire_xact('x:31', wait => '0') IS NOT NULL;"
 expect "and the call after it, Redis awake, succeeds" "$S|$R" "00000|t"
 
