@@ -92,7 +92,7 @@ endif
 PG_CPPFLAGS += -DUSE_HIREDIS
 # TLS to Redis runs OpenSSL on hiredis's socket (hiredis 0.14 has none)
 SHLIB_LINK += -lhiredis -lssl -lcrypto
-OBJS += src/lock/lease_release.o src/lock/lease_renewer.o src/lock/lease_shmem.o src/lock/lease_table.o src/lock/lease_takeover.o src/lock/lock.o src/lock/lock_acquire.o src/lock/lock_attempt.o src/lock/lock_multi.o src/lock/lock_valid.o
+OBJS += src/lock/lease_release.o src/lock/lease_renewer.o src/lock/lease_shmem.o src/lock/lease_table.o src/lock/lease_takeover.o src/lock/lock.o src/lock/lock_acquire.o src/lock/lock_attempt.o src/lock/lock_lost.o src/lock/lock_multi.o src/lock/lock_valid.o
 else
 OBJS += src/lock/lock_nohiredis.o
 endif

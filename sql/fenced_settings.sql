@@ -86,8 +86,8 @@ SELECT p.oid::regprocedure AS function,
 FROM pg_proc p
 WHERE p.proname LIKE 'fenced\_%'
 ORDER BY 1::text;
-GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval),
-	fenced_acquire_xact(text, interval, interval, boolean, interval),
+GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text),
+	fenced_acquire_xact(text, interval, interval, boolean, interval, boolean, text),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	TO regress_fenced_app;
 
@@ -200,8 +200,8 @@ SET fencing.redis_database = 1;
 SELECT fenced_acquire('order:1');
 RESET ALL;
 
-REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval),
-	fenced_acquire_xact(text, interval, interval, boolean, interval),
+REVOKE EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text),
+	fenced_acquire_xact(text, interval, interval, boolean, interval, boolean, text),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	FROM regress_fenced_app;
 DROP ROLE regress_fenced_app;

@@ -381,6 +381,12 @@ ALTER EVENT TRIGGER fence_ddl_guard ENABLE ALWAYS;
 -- new argument is a new signature, so each function is made again, with
 -- the privileges it had and its initial privileges, as
 -- fencing--1.1--1.2.sql did when they gained renew.
+--
+-- issue 36 adds fair (default false: FIFO among fair waiters, through a
+-- queue kept in Redis beside the lock, src/lock/lock_scripts.h) and
+-- on_lost (default 'ignore'; 'error': the next statement once the lease is
+-- lost fails with TF131, src/lock/lock_lost.c) to the same new signature,
+-- 1.3 being the release that brings max_hold.
 DO $$
 DECLARE
 	f record;
@@ -401,10 +407,11 @@ BEGIN
 		EXECUTE pg_catalog.format('DROP FUNCTION @extschema@.%I(text, interval, interval, boolean)', f.name);
 		EXECUTE pg_catalog.format('CREATE FUNCTION @extschema@.%I(resource text, ttl interval DEFAULT NULL,
 				wait interval DEFAULT NULL, renew boolean DEFAULT false,
-				max_hold interval DEFAULT NULL)
+				max_hold interval DEFAULT NULL, fair boolean DEFAULT false,
+				on_lost text DEFAULT ''ignore'')
 			RETURNS @extschema@.fence_token
 			AS ''MODULE_PATHNAME'', %L LANGUAGE C VOLATILE PARALLEL UNSAFE', f.name, f.name);
-		new_fn := pg_catalog.format('@extschema@.%I(text, interval, interval, boolean, interval)', f.name)::pg_catalog.regprocedure;
+		new_fn := pg_catalog.format('@extschema@.%I(text, interval, interval, boolean, interval, boolean, text)', f.name)::pg_catalog.regprocedure;
 		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn::pg_catalog.regprocedure);
 		FOR a IN SELECT * FROM pg_catalog.aclexplode(fn_acl) LOOP
 			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
@@ -420,7 +427,7 @@ BEGIN
 		END IF;
 		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', new_fn::pg_catalog.regprocedure,
 			'take the Redis lock on a resource and a new token, declared for ' || f.scope
-			|| '; NULL if still busy after wait; with renew, renewed while the backend works, up to max_hold');
+			|| '; NULL if still busy after wait; with renew, renewed while the backend works, up to max_hold; with fair, in turn among fair waiters; with on_lost => ''error'', the next statement once it is lost fails');
 	END LOOP;
 END $$;
 
@@ -436,11 +443,12 @@ END $$;
 -- roles' the DBA grants it to, not PUBLIC's.
 CREATE FUNCTION @extschema@.fenced_acquire_xact(resources text[], ttl interval DEFAULT NULL,
 		wait interval DEFAULT NULL, renew boolean DEFAULT false,
-		max_hold interval DEFAULT NULL)
+		max_hold interval DEFAULT NULL, fair boolean DEFAULT false,
+		on_lost text DEFAULT 'ignore')
 	RETURNS @extschema@.fence_token[]
 	AS 'MODULE_PATHNAME', 'fenced_acquire_xact_multi' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-REVOKE ALL ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval) IS 'take the Redis locks of several resources for the current transaction, in byte order of their names, all or none; their new tokens in the order given, declared for the transaction; NULL, holding none, if one is still busy after wait';
+REVOKE ALL ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval, boolean, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.fenced_acquire_xact(text[], interval, interval, boolean, interval, boolean, text) IS 'take the Redis locks of several resources for the current transaction, in byte order of their names, all or none; their new tokens in the order given, declared for the transaction; NULL, holding none, if one is still busy after wait; fair and on_lost as for the single form';
 
 -- fenced_lock_valid_until(resource): until when this session holds the
 -- lock of resource, by this server's clock, without a round trip to Redis

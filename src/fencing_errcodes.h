@@ -96,6 +96,11 @@
  * lease taken before; nothing was taken. */
 #define ERRCODE_FENCING_LOCK_ALREADY_HELD MAKE_SQLSTATE('T','F','1','3','0')
 
+/* A statement run while a lease taken with on_lost => 'error' is lost: its
+ * renewer found the lock another's, or it ran out without renewal (Redis
+ * unreachable); reported once per lease, by the next statement or COMMIT. */
+#define ERRCODE_FENCING_LOCK_LOST MAKE_SQLSTATE('T','F','1','3','1')
+
 /*
  * Standard codes we reuse where they mean exactly that:
  *	22023 invalid_parameter_value, 22004 null_value_not_allowed,

@@ -98,6 +98,7 @@ fenced_lock_init(void)
 	lease_renewer_register();
 	lease_release_init();
 	lease_takeover_init();
+	lock_lost_init();
 }
 
 /*
@@ -136,14 +137,11 @@ static Datum
 fenced_acquire_common(FunctionCallInfo fcinfo, bool xact)
 {
 	char	   *resource = fenced_resource_arg(fcinfo);
-	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
-	int			wait_ms = fenced_wait_arg(fcinfo, 2);
-	bool		renew = fenced_renew_arg(fcinfo, 3);
-	int			max_hold_ms = fenced_max_hold_arg(fcinfo, 4);
+	FencedAcquireOptions opts;
 	FenceToken	token;
 
-	if (!fenced_acquire_lease(resource, ttl_ms, wait_ms, xact, renew,
-							  max_hold_ms, &token))
+	fenced_options_args(fcinfo, xact, &opts);
+	if (!fenced_acquire_lease(resource, &opts, &token))
 		PG_RETURN_NULL();
 	PG_RETURN_FENCE_TOKEN(token);
 }
@@ -200,6 +198,7 @@ fenced_extend(PG_FUNCTION_ARGS)
 	char	   *token_key;
 	char		ttl[12];
 	char		lifetime[24];
+	TimestampTz sent;
 	const char *args[2];
 	RedisValue *reply;
 
@@ -218,13 +217,14 @@ fenced_extend(PG_FUNCTION_ARGS)
 	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
 	args[0] = lease->owner;
 	args[1] = ttl;
+	sent = GetCurrentTimestamp();	/* counted from here, as at acquisition */
 	reply = redis_eval(&extend_script, 1, (const char **) &lock_key, 2, args);
 	if (reply->type != REDIS_VALUE_INTEGER)
 		redis_unexpected(extend_script.name, "an integer", reply);
 
 	if (reply->integer == 1)
 	{
-		lease->expires = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_ms);
+		lease->expires = TimestampTzPlusMilliseconds(sent, ttl_ms);
 		lease_shmem_set_expires(&lease->listing, lease->expires);
 		PG_RETURN_BOOL(true);
 	}

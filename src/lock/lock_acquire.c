@@ -258,7 +258,13 @@ fenced_record_token(const char *resource, const char *lock_key,
 /*
  * fenced_take
  *		Attempt to take the lock on resource under owner until it is taken
- *		or the deadline has passed; true with *token set if it was taken.
+ *		or the deadline has passed; true with *token set if it was taken,
+ *		and *sent to when the attempt that took it was sent.  With a
+ *		waiter, fair: a wait that ends without the lock leaves the queue.
+ *
+ * The lease is counted from the sending, not from the reply: Redis set
+ * the key's expiry at some moment between the two, so a lease counted from
+ * the reply could be believed held after Redis let it go.
  *
  * Each attempt runs in a memory context of its own, emptied before the
  * next: the longest wait allowed makes millions of attempts, and what one
@@ -267,8 +273,9 @@ fenced_record_token(const char *resource, const char *lock_key,
  */
 static bool
 fenced_take(const char *resource, const char *lock_key, const char *token_key,
-			const char *owner, int ttl_ms, Lease *lease, bool xact,
-			TimestampTz deadline, FenceToken *token)
+			const char *owner, const char *waiter, int ttl_ms, Lease *lease,
+			bool xact, TimestampTz deadline, FenceToken *token,
+			TimestampTz *sent)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext attempt_cxt;
@@ -289,8 +296,9 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 		{
 			long		remaining;
 
+			*sent = GetCurrentTimestamp();
 			taken = fenced_try_acquire(resource, lock_key, token_key, owner,
-									   ttl_ms, lease, token, &pttl);
+									   waiter, ttl_ms, lease, token, &pttl);
 			MemoryContextReset(attempt_cxt);
 			if (taken)
 				break;
@@ -334,6 +342,8 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 	fenced_wake_end();
 	MemoryContextSwitchTo(cxt);
 	MemoryContextDelete(attempt_cxt);
+	if (!taken && waiter != NULL)
+		fenced_leave_queue(lock_key, waiter);
 	return taken;
 }
 
@@ -360,10 +370,13 @@ typedef struct Acquisition
 	bool		xact;
 	bool		renew;			/* renewed while its owner works */
 	int			max_hold_ms;	/* renewed no longer after acquisition */
+	bool		on_lost_error;	/* fail the next statement once lost */
+	char	   *waiter;			/* fair: its place in the queue; else NULL */
 	Lease	   *lease;			/* the session's entry of resource, if any */
 	bool		had_xact_lease; /* the transaction holds it already */
 	TimestampTz started;
 	TimestampTz deadline;
+	TimestampTz sent;			/* the attempt that took the lock */
 	char		owner[FENCED_OWNER_LEN];
 	FenceToken	token;
 } Acquisition;
@@ -377,14 +390,25 @@ typedef struct Acquisition
  * raise writes the marks table: refuse where it cannot be written.
  */
 static void
-acquire_begin(Acquisition *a, const char *resource, int ttl_ms, int wait_ms,
-			  bool xact, bool renew)
+acquire_begin(Acquisition *a, const char *resource,
+			  const FencedAcquireOptions *opts)
 {
+	bool		xact = opts->xact;
+
 	a->resource = resource;
 	a->lock_key = fenced_keys(resource, &a->token_key);
-	a->ttl_ms = ttl_ms;
+	a->ttl_ms = opts->ttl_ms;
 	a->xact = xact;
-	a->renew = renew;
+	a->renew = opts->renew;
+	a->max_hold_ms = opts->max_hold_ms;
+	a->on_lost_error = opts->on_lost_error;
+	a->waiter = NULL;
+	if (opts->fair)
+	{
+		/* one place in the queue for every round of the acquisition */
+		a->waiter = palloc(FENCED_OWNER_LEN);
+		fenced_make_owner(a->waiter);
+	}
 	a->lease = lease_lookup(resource);
 	a->token = 0;
 	if (a->lease != NULL && a->lease->held && a->lease->xact != xact)
@@ -402,9 +426,9 @@ acquire_begin(Acquisition *a, const char *resource, int ttl_ms, int wait_ms,
 		fenced_prevent_read_only();
 	lease_release_register_exit();
 	redis_script_prepare(&release_script);
-	lease_shmem_reserve(a->lease ? &a->lease->listing : NULL, renew);
+	lease_shmem_reserve(a->lease ? &a->lease->listing : NULL, opts->renew);
 	a->started = GetCurrentTimestamp();
-	a->deadline = TimestampTzPlusMilliseconds(a->started, wait_ms);
+	a->deadline = TimestampTzPlusMilliseconds(a->started, opts->wait_ms);
 }
 
 /*
@@ -427,7 +451,8 @@ acquire_rounds(Acquisition *a)
 
 		fenced_make_owner(a->owner);
 		if (!fenced_take(a->resource, a->lock_key, a->token_key, a->owner,
-						 a->ttl_ms, a->lease, a->xact, a->deadline, &a->token))
+						 a->waiter, a->ttl_ms, a->lease, a->xact, a->deadline,
+						 &a->token, &a->sent))
 			return false;
 		if (fencing_redis_wait_replicas > 0)
 			fenced_wait_replicas(a->resource, a->lock_key, a->owner,
@@ -488,8 +513,12 @@ acquire_record(Acquisition *a)
 	lease->lapsed = false;
 	lease->token = a->token;
 	lease->acquired = now;
-	lease->expires = TimestampTzPlusMilliseconds(now, a->ttl_ms);
+	lease->expires = TimestampTzPlusMilliseconds(a->sent, a->ttl_ms);
 	strlcpy(lease->owner, a->owner, FENCED_OWNER_LEN);
+	lease->on_lost_error = a->on_lost_error;
+	lease->lost_reported = false;
+	if (a->on_lost_error)
+		lock_lost_watch();
 	lease_unknown_clear(lease);
 	acquire_list(a, lease);
 	declared_set(a->resource, a->token, a->xact);
@@ -502,16 +531,16 @@ acquire_record(Acquisition *a)
  *		the session or, with xact, the transaction; false if the lock is
  *		still busy after wait_ms.  With renew, the renewer extends it while
  *		its owner works (lease_renewer.c), up to max_hold_ms after the
- *		acquisition.
+ *		acquisition.  With fair, in turn among fair waiters; with
+ *		on_lost_error, watched by lock_lost.c.
  */
 bool
-fenced_acquire_lease(const char *resource, int ttl_ms, int wait_ms, bool xact,
-					 bool renew, int max_hold_ms, FenceToken *token)
+fenced_acquire_lease(const char *resource, const FencedAcquireOptions *opts,
+					 FenceToken *token)
 {
 	Acquisition a;
 
-	acquire_begin(&a, resource, ttl_ms, wait_ms, xact, renew);
-	a.max_hold_ms = max_hold_ms;
+	acquire_begin(&a, resource, opts);
 	if (!acquire_rounds(&a))
 	{
 		stats_redis_count(STATS_REDIS_BUSY);

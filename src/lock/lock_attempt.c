@@ -33,6 +33,12 @@
  * script was given is never taken: the script never returns one, so the
  * server does not run it as sent (TF121, at once, without a give-back).
  *
+ * Fair mode.  A fair attempt runs the fair acquire script instead, with
+ * the waiter string of its acquisition, which keeps the waiter's place in
+ * the queue beside the lock (lock_scripts.h) from one attempt to the
+ * next; a waiter whose wait ends without the lock leaves the queue
+ * (fenced_leave_queue).
+ *
  * IDENTIFICATION
  *	  src/lock/lock_attempt.c
  *
@@ -55,6 +61,8 @@
 static bool attempt_sent = false;
 
 static RedisScript acquire_script = {"fencing acquire script", FENCED_ACQUIRE_LUA, ""};
+static RedisScript fair_script = {"fencing fair acquire script", FENCED_ACQUIRE_FAIR_LUA, ""};
+static RedisScript leave_script = {"fencing leave-queue script", FENCED_LEAVE_QUEUE_LUA, ""};
 
 /*
  * fenced_make_owner
@@ -161,23 +169,26 @@ fenced_token_not_above(const char *resource, const char *token_key,
 /*
  * fenced_try_acquire
  *		One attempt: the script with the newest high-water mark as the
- *		floor, and the owners of lease (if any) as ours to take over.  True
- *		and *token when the lock was taken; false and *pttl when it is
- *		busy.
+ *		floor, and the owners of lease (if any) as ours to take over; with
+ *		a waiter, the fair script, for that waiter.  True and *token when
+ *		the lock was taken; false and *pttl when it is busy (or, fair, not
+ *		yet the waiter's turn).
  */
 bool
 fenced_try_acquire(const char *resource, const char *lock_key,
-				   const char *token_key, const char *owner, int ttl_ms,
-				   Lease *lease, FenceToken *token, long long *pttl)
+				   const char *token_key, const char *owner,
+				   const char *waiter, int ttl_ms, Lease *lease,
+				   FenceToken *token, long long *pttl)
 {
+	RedisScript *script = waiter != NULL ? &fair_script : &acquire_script;
 	FenceToken	mark;
 	FenceToken	floor_token;
 	bool		has_mark;
 	char		floor[FENCE_TOKEN_TEXT_LEN] = "";
 	char		ttl[12];
 	char		counter_ttl[24] = "";
-	const char *keys[2];
-	const char *args[6 + FENCED_MAX_UNKNOWN_OWNERS];
+	const char *keys[4];
+	const char *args[7 + FENCED_MAX_UNKNOWN_OWNERS];
 	int			nargs = 0;
 	int			i;
 	RedisValue *reply;
@@ -203,22 +214,27 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	args[nargs++] = floor;
 	args[nargs++] = fencing_acquire_raises_mark ? "" : "1";
 	args[nargs++] = counter_ttl;
+	if (waiter != NULL)
+	{
+		keys[2] = fenced_queue_keys(lock_key, (char **) &keys[3]);
+		args[nargs++] = waiter;
+	}
 	if (lease != NULL && lease->held)
 		args[nargs++] = lease->owner;
 	for (i = 0; lease != NULL && i < lease->nunknown; i++)
 		args[nargs++] = lease->unknown[i];
 
 	attempt_sent = true;
-	reply = redis_eval(&acquire_script, 2, keys, nargs, args);
+	reply = redis_eval(script, waiter != NULL ? 4 : 2, keys, nargs, args);
 	e = reply->elements;
 	if (reply->type != REDIS_VALUE_ARRAY || reply->nelements < 2 ||
 		e[0]->type != REDIS_VALUE_INTEGER || e[1]->type == REDIS_VALUE_ARRAY)
-		redis_unexpected(acquire_script.name, "{taken, ...}", reply);
+		redis_unexpected(script->name, "{taken, ...}", reply);
 
 	if (e[0]->integer == 0)
 	{
 		if (e[1]->type != REDIS_VALUE_INTEGER)
-			redis_unexpected(acquire_script.name, "the lock's PTTL", e[1]);
+			redis_unexpected(script->name, "the lock's PTTL", e[1]);
 		*pttl = e[1]->integer;
 		attempt_sent = false;	/* answered: it took nothing */
 		return false;
@@ -230,7 +246,7 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 	}
 
 	if (reply->nelements != 4 || e[2]->type != REDIS_VALUE_INTEGER)
-		redis_unexpected(acquire_script.name, "{1, token, repaired, rule's token}", reply);
+		redis_unexpected(script->name, "{1, token, repaired, rule's token}", reply);
 	*token = fenced_parse_token(e[1], "a token");
 	if (has_mark && *token <= mark)
 		fenced_token_not_above(resource, token_key, *token, floor);
@@ -252,6 +268,37 @@ fenced_try_acquire(const char *resource, const char *lock_key,
 				 errhint("Redis lost writes or its clock is behind the clock that issued the mark's token; check its persistence, replication and clock.")));
 	}
 	return true;
+}
+
+/*
+ * fenced_leave_queue
+ *		Best effort, for a fair waiter whose wait ended without the lock:
+ *		leave the queue of the lock at lock_key, so that those behind need
+ *		not wait for the waiter's timeout.  Never an error of its own: a
+ *		waiter not heard from loses its place at its timeout anyway.
+ */
+void
+fenced_leave_queue(const char *lock_key, const char *waiter)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	const char *keys[2];
+	const char *args[FENCED_NOTICE_NARGS + 1];
+
+	keys[0] = fenced_queue_keys(lock_key, (char **) &keys[1]);
+	fenced_release_notice(lock_key, args);
+	args[FENCED_NOTICE_NARGS] = waiter;
+	PG_TRY();
+	{
+		(void) redis_eval(&leave_script, 2, keys, FENCED_NOTICE_NARGS + 1,
+						  args);
+	}
+	PG_CATCH();
+	{
+		/* nothing is held across the call; the caller goes on */
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+	}
+	PG_END_TRY();
 }
 
 /* The next attempt has not been sent yet. */

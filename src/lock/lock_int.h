@@ -46,8 +46,24 @@ extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);
 extern bool fenced_renew_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_max_hold_arg(FunctionCallInfo fcinfo, int argno);
+
+/* What a caller asks of one acquisition, from its SQL arguments. */
+typedef struct FencedAcquireOptions
+{
+	int			ttl_ms;
+	int			wait_ms;
+	bool		xact;			/* for the transaction, not the session */
+	bool		renew;			/* renewed while its owner works */
+	int			max_hold_ms;	/* renewed no longer after acquisition */
+	bool		fair;			/* first come, first served among waiters */
+	bool		on_lost_error;	/* the next statement fails once it is lost */
+} FencedAcquireOptions;
+
+extern void fenced_options_args(FunctionCallInfo fcinfo, bool xact,
+								FencedAcquireOptions *opts);
 extern char *fenced_keys(const char *resource, char **token_key);
 extern char *fenced_key(const char *template, const char *resource);
+extern char *fenced_queue_keys(const char *lock_key, char **timeouts_key);
 extern bool fenced_counter_expires(void);
 extern bool fenced_counter_lifetime(int ttl_ms, char *buf, size_t len);
 extern int	fenced_counter_linger(void);
@@ -167,6 +183,8 @@ typedef struct Lease
 	char		(*unknown)[FENCED_OWNER_LEN];	/* FENCED_MAX_UNKNOWN_OWNERS
 												 * slots, made on first use */
 	LeaseListing listing;		/* in the shared table (lease_shmem.c) */
+	bool		on_lost_error;	/* acquired with on_lost => 'error' */
+	bool		lost_reported;	/* and its loss has failed a statement */
 } Lease;
 
 /* An owner the current transaction gives back, or took, on a resource. */
@@ -225,13 +243,14 @@ extern void fenced_make_owner(char *owner);
 extern void fenced_attempt_start(void);
 extern bool fenced_try_acquire(const char *resource, const char *lock_key,
 							   const char *token_key, const char *owner,
-							   int ttl_ms, Lease *lease, FenceToken *token,
-							   long long *pttl);
+							   const char *waiter, int ttl_ms, Lease *lease,
+							   FenceToken *token, long long *pttl);
+extern void fenced_leave_queue(const char *lock_key, const char *waiter);
 extern bool fenced_attempt_may_have_run(const ErrorData *edata);
 
-extern bool fenced_acquire_lease(const char *resource, int ttl_ms,
-								 int wait_ms, bool xact, bool renew,
-								 int max_hold_ms, FenceToken *token);
+extern bool fenced_acquire_lease(const char *resource,
+								 const FencedAcquireOptions *opts,
+								 FenceToken *token);
 
 /* One acquisition's waits on a busy lock. */
 typedef struct FencedWake
@@ -262,5 +281,8 @@ extern void lease_release_pre_prepare(void);
 extern void lease_release_discard_all(void);
 
 extern void lease_renewer_register(void);
+
+extern void lock_lost_init(void);
+extern void lock_lost_watch(void);
 
 #endif							/* FENCING_LOCK_LOCK_INT_H */

@@ -164,10 +164,7 @@ fenced_acquire_xact_multi(PG_FUNCTION_ARGS)
 	int			ninput;
 	int			nset;
 	MultiResource *set = multi_resources_arg(fcinfo, &names, &ninput, &nset);
-	int			ttl_ms = fenced_ttl_arg(fcinfo, 1);
-	int			wait_ms = fenced_wait_arg(fcinfo, 2);
-	bool		renew = fenced_renew_arg(fcinfo, 3);
-	int			max_hold_ms = fenced_max_hold_arg(fcinfo, 4);
+	FencedAcquireOptions opts;
 	TimestampTz deadline;
 	Datum	   *tokens;
 	Oid			elemtype;
@@ -176,16 +173,17 @@ fenced_acquire_xact_multi(PG_FUNCTION_ARGS)
 	char		elemalign;
 	int			i;
 
+	fenced_options_args(fcinfo, true, &opts);
 	multi_refuse_held(set, nset);
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), opts.wait_ms);
 	for (i = 0; i < nset; i++)
 	{
 		long		remaining;
 
 		remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 													deadline);
-		if (!fenced_acquire_lease(set[i].name, ttl_ms, (int) remaining, true,
-								  renew, max_hold_ms, &set[i].token))
+		opts.wait_ms = (int) remaining;
+		if (!fenced_acquire_lease(set[i].name, &opts, &set[i].token))
 		{
 			multi_give_back(set, i);
 			PG_RETURN_NULL();

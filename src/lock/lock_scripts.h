@@ -113,6 +113,16 @@
 "    return {0, redis.call('PTTL', KEYS[1])}\n" \
 "  end\n" \
 "end\n" \
+FENCED_ACQUIRE_GRANT_LUA("")
+
+/*
+ * The part of both acquire scripts that computes the token and takes the
+ * lock, once the lock is found free or the caller's (KEYS[1], KEYS[2] and
+ * ARGV[1..5] as above; local gap defined).  dequeue is Lua run after every
+ * check and before the writes that take the lock: the fair script's
+ * leaving of its queue.
+ */
+#define FENCED_ACQUIRE_GRANT_LUA(dequeue) \
 "local cur = redis.call('GET', KEYS[2])\n" \
 "if cur and not (cur == '0' or (#cur <= 19 and string.find(cur, '^[1-9]%d*$'))) then\n" \
 "  return redis.error_reply('ERR fencing: token counter ' .. KEYS[2] .. ' does not hold a non-negative integer')\n" \
@@ -159,6 +169,7 @@
 "if below('9223372036854775807', token) then\n" \
 "  return redis.error_reply('ERR fencing: token counter ' .. KEYS[2] .. ' would overflow')\n" \
 "end\n" \
+dequeue \
 "if ARGV[5] == '' then\n" \
 "  redis.call('SET', KEYS[2], token)\n" \
 "else\n" \
@@ -166,6 +177,96 @@
 "end\n" \
 "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n" \
 "return {1, token, repaired, rule}\n"
+
+/*
+ * How long a fair waiter keeps its place in the queue without asking
+ * again, in ms.  A waiter asks at least once a second (FENCED_WAKE_MAX_SLEEP,
+ * lock_acquire.c); one that stopped asking (its backend ended, its wait
+ * ended without word) loses its place this long after its last attempt,
+ * and the queue goes on without it.
+ */
+#define FENCED_FAIR_WAITER_TIMEOUT		3000
+#define FENCED_FAIR_WAITER_TIMEOUT_TEXT	"3000"
+
+/*
+ * fair acquire
+ *	KEYS[1] lock key, KEYS[2] token counter key, KEYS[3] queue (a list of
+ *	waiters, the first in line first), KEYS[4] the waiters' timeouts (a
+ *	sorted set: waiter -> Redis time in ms past which it loses its place);
+ *	all four in one hash slot (fenced_queue_keys, lock_settings.c)
+ *	ARGV[1..5] as for acquire, ARGV[6] the waiter (one string for the
+ *	whole acquisition), ARGV[7..] owners under which the caller may
+ *	already hold the lock
+ *
+ * First the waiters at the head whose timeout has passed are dropped.
+ * The lock is then granted, by the acquire script's own code, when it is
+ * the caller's already, or free with nobody in line or the caller first
+ * in line; the caller then leaves the queue.  Otherwise the caller joins
+ * the end of the line (or keeps its place) with a timeout of
+ * FENCED_FAIR_WAITER_TIMEOUT from now, and the reply is {0, ms}: the
+ * lock's PTTL, or, the lock free but another's turn, the time left before
+ * the first in line loses its place.  Both queue keys expire
+ * FENCED_FAIR_WAITER_TIMEOUT after the last waiter asked.
+ *
+ * The plain acquire script does not read the queue: an acquisition
+ * without fair mode takes a free lock whoever waits in line.
+ */
+#define FENCED_ACQUIRE_FAIR_LUA \
+"-- fencing key layout v1: fair acquire\n" \
+"local gap = '" FENCED_REPAIR_GAP_TEXT "'\n" \
+"local t0 = redis.call('TIME')\n" \
+"local ms = tonumber(t0[1]) * 1000 + math.floor(tonumber(t0[2]) / 1000)\n" \
+"local me = ARGV[6]\n" \
+"while true do\n" \
+"  local first = redis.call('LINDEX', KEYS[3], 0)\n" \
+"  if not first then break end\n" \
+"  local limit = redis.call('ZSCORE', KEYS[4], first)\n" \
+"  if limit and tonumber(limit) > ms then break end\n" \
+"  redis.call('LPOP', KEYS[3])\n" \
+"  redis.call('ZREM', KEYS[4], first)\n" \
+"end\n" \
+"local held = redis.call('GET', KEYS[1])\n" \
+"local mine = false\n" \
+"if held then\n" \
+"  for i = 7, #ARGV do\n" \
+"    if held == ARGV[i] then mine = true end\n" \
+"  end\n" \
+"end\n" \
+"local head = redis.call('LINDEX', KEYS[3], 0)\n" \
+"if (held and not mine) or (not held and head and head ~= me) then\n" \
+"  if not redis.call('ZSCORE', KEYS[4], me) then\n" \
+"    redis.call('RPUSH', KEYS[3], me)\n" \
+"  end\n" \
+"  redis.call('ZADD', KEYS[4], ms + " FENCED_FAIR_WAITER_TIMEOUT_TEXT ", me)\n" \
+"  redis.call('PEXPIRE', KEYS[3], " FENCED_FAIR_WAITER_TIMEOUT_TEXT ")\n" \
+"  redis.call('PEXPIRE', KEYS[4], " FENCED_FAIR_WAITER_TIMEOUT_TEXT ")\n" \
+"  if held then\n" \
+"    return {0, redis.call('PTTL', KEYS[1])}\n" \
+"  end\n" \
+"  return {0, math.max(tonumber(redis.call('ZSCORE', KEYS[4], head)) - ms, 1)}\n" \
+"end\n" \
+FENCED_ACQUIRE_GRANT_LUA( \
+"redis.call('LREM', KEYS[3], 1, me)\n" \
+"redis.call('ZREM', KEYS[4], me)\n")
+
+/*
+ * leave the queue
+ *	KEYS[1] queue, KEYS[2] waiters' timeouts;
+ *	ARGV[1] 'PUBLISH', 'SPUBLISH' or '' and ARGV[2] the release channel,
+ *	as for release; ARGV[3] the waiter
+ *
+ * Sent by a fair waiter whose wait ended without the lock.  When it was
+ * first in line, the waiters are told on the release channel, for the
+ * next in line to try at once rather than at the leaver's timeout.
+ * Returns 1 when the waiter was in the queue, 0 otherwise.
+ */
+#define FENCED_LEAVE_QUEUE_LUA \
+"-- fencing key layout v1: leave the queue\n" \
+"local first = redis.call('LINDEX', KEYS[1], 0) == ARGV[3]\n" \
+"local n = redis.call('LREM', KEYS[1], 1, ARGV[3])\n" \
+"redis.call('ZREM', KEYS[2], ARGV[3])\n" \
+"if first and ARGV[1] ~= '' then redis.pcall(ARGV[1], ARGV[2], '1') end\n" \
+"return n\n"
 
 /*
  * extend

@@ -12,7 +12,8 @@
  * channel, the lock key followed by ":released", the lock key in braces
  * if it has no {tag} (so that the channel is in the lock key's hash
  * slot): SPUBLISH in Cluster mode, where a shard channel stays within the
- * slot's shard, PUBLISH otherwise.
+ * slot's shard, PUBLISH otherwise.  The fair waiters' queue of a lock is
+ * kept beside it the same way, under ":fair:queue" and ":fair:timeouts".
  *
  * IDENTIFICATION
  *	  src/lock/lock_settings.c
@@ -302,6 +303,38 @@ fenced_max_hold_arg(FunctionCallInfo fcinfo, int argno)
 	return (int) Min((us + 999) / 1000, (int64) FENCED_MAX_MAX_HOLD);
 }
 
+/*
+ * fenced_options_args
+ *		The arguments of an acquisition after the resource(s): ttl, wait,
+ *		renew, max_hold, fair, on_lost.  One not declared (an install not
+ *		yet updated to 1.3) or NULL is its default: fair false, on_lost
+ *		'ignore'.  on_lost is 'ignore' or 'error'.
+ */
+void
+fenced_options_args(FunctionCallInfo fcinfo, bool xact,
+					FencedAcquireOptions *opts)
+{
+	opts->ttl_ms = fenced_ttl_arg(fcinfo, 1);
+	opts->wait_ms = fenced_wait_arg(fcinfo, 2);
+	opts->xact = xact;
+	opts->renew = fenced_renew_arg(fcinfo, 3);
+	opts->max_hold_ms = fenced_max_hold_arg(fcinfo, 4);
+	opts->fair = PG_NARGS() > 5 && !PG_ARGISNULL(5) && PG_GETARG_BOOL(5);
+	opts->on_lost_error = false;
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		char	   *on_lost = TextDatumGetCString(PG_GETARG_DATUM(6));
+
+		if (strcmp(on_lost, "error") == 0)
+			opts->on_lost_error = true;
+		else if (strcmp(on_lost, "ignore") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for on_lost: \"%s\"", on_lost),
+					 errhint("Valid values are \"ignore\" and \"error\".")));
+	}
+}
+
 /* The wait argument at argno in ms; the default when NULL. */
 int
 fenced_wait_arg(FunctionCallInfo fcinfo, int argno)
@@ -406,6 +439,24 @@ fenced_release_channel(const char *lock_key)
 	if (close != NULL && close > open + 1)
 		return psprintf("%s:released", lock_key);
 	return psprintf("{%s}:released", lock_key);
+}
+
+/*
+ * fenced_queue_keys
+ *		The keys of the fair waiters' queue of the lock at lock_key, and
+ *		with timeouts_key those of their timeouts: in the lock key's hash
+ *		slot as its release channel is, so that the fair acquire script
+ *		may take them with the lock key and the token key in Cluster mode.
+ */
+char *
+fenced_queue_keys(const char *lock_key, char **timeouts_key)
+{
+	const char *open = strchr(lock_key, '{');
+	const char *close = open != NULL ? strchr(open, '}') : NULL;
+	const char *fmt = close != NULL && close > open + 1 ? "%s:%s" : "{%s}:%s";
+
+	*timeouts_key = psprintf(fmt, lock_key, "fair:timeouts");
+	return psprintf(fmt, lock_key, "fair:queue");
 }
 
 /*

@@ -12,9 +12,8 @@
 #    against 'poll' (1.1's back-off), alternating trials; p50 and p99
 #    (goal on loopback: p50 <= 2 ms, p99 <= 10 ms).
 # 3. Starvation: a client that releases and re-takes one lock in a loop
-#    (pgbench, one statement each) against a waiter that tries to get it
-#    now and then: how long the waiter waits, and how many of the hog's
-#    releases it misses meanwhile (its wait times the hog's rate).
+#    against a waiter that tries to get it now and then, unfair and fair
+#    (test/bench/acquire_starve.sh).
 
 WAKE_TRIALS=${WAKE_TRIALS:-$([ "$QUICK" -eq 1 ] && echo 15 || echo 60)}
 
@@ -69,47 +68,7 @@ for ((i = 1; i <= WAKE_TRIALS; i++)); do
 	done
 done
 
-# starvation: the hog's pgbench against a waiter's tries
-cat >"$WORK/hog.sql" <<'SQL'
-SELECT fenced_acquire('hot', ttl => '5 s', wait => '5 s');
-SELECT fenced_release('hot');
-SQL
-sql <<'SQL'
-CREATE FUNCTION wake_bench_wait(r text) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE
-	t0 timestamptz := clock_timestamp();
-BEGIN
-	IF fenced_acquire(r, ttl => '5 s', wait => '5 s') IS NULL THEN
-		RETURN 5000;
-	END IF;
-	RETURN 1000 * extract(epoch FROM clock_timestamp() - t0);
-END
-$$;
-SQL
-STARVE_SECONDS=$([ "$QUICK" -eq 1 ] && echo 8 || echo 20)
-STARVE_SUMMARY=""
-for mode in release poll; do
-	harness_log "starvation, fencing.lock_wait_wakeup = $mode: a hog loop for $STARVE_SECONDS s against a waiter's tries"
-	: >"$WORK/starve.$mode"
-	PGOPTIONS="-c fencing.lock_wait_wakeup=$mode" pgbench -n -M prepared -c 1 -j 1 \
-		-T "$STARVE_SECONDS" -f "$WORK/hog.sql" >"$WORK/hog.$mode" 2>&1 &
-	hog=$!
-	sleep 0.5
-	while kill -0 "$hog" 2>/dev/null; do
-		out=$(PGOPTIONS="-c fencing.lock_wait_wakeup=$mode" sql \
-			-c "SELECT wake_bench_wait('hot')" -c "SELECT fenced_release('hot')")
-		echo "${out%%$'\n'*}" >>"$WORK/starve.$mode"
-		sleep 0.2
-	done
-	wait "$hog"
-	hog_rate=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$WORK/hog.$mode")
-	STARVE_SUMMARY+=$(sort -n "$WORK/starve.$mode" | awk -v m="$mode" -v h="${hog_rate:-0}" '
-		{ v[NR] = $1; if ($1 >= 5000) lost++ }
-		END {
-			p50 = v[int((NR + 1) / 2)]
-			printf "starvation, %s: the hog at %.0f pairs/s; the waiter waited p50 %.1f ms, max %.1f ms (%d of %d tries not served in 5 s), missing about %.0f (p50) and %.0f (max) of the hog'"'"'s releases in a row", m, h, p50, v[NR], lost + 0, NR, p50 * h / 1000, v[NR] * h / 1000
-		}')$'\n'
-done
+. "$(dirname "${BASH_SOURCE[0]}")/acquire_starve.sh"
 
 # percentile P of a column of numbers, to 0.1
 wpct() { sort -n | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.5); if (i < 1) i = 1; printf "%.1f", v[i] }'; }

@@ -30,26 +30,12 @@ import sys
 import time
 import uuid
 
-import psycopg2
 import redis
+
+from benchlib import LOCK_LUA, UNLOCK_LUA, connect, median
 
 ACCOUNTS = 1000
 WORKERS = 4
-
-# The hand-written lock: SET NX PX and INCR of a counter in one script, and
-# an owner-checked release; redis-py sends them with EVALSHA (register_script).
-LOCK_LUA = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('INCR', KEYS[2])
-end
-return false
-"""
-UNLOCK_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 
 DESIGNS = ["hand", "hand_guard", "fenced", "fenced_guard", "rw_hand", "rw_fenced", "rw_fenced2"]
 
@@ -71,9 +57,7 @@ def cpu_ns(pid):
 
 class Worker:
     def __init__(self, pgport, redis_port, sync, pooled):
-        self.pg = psycopg2.connect(host="127.0.0.1", port=pgport, user="postgres",
-                                   dbname="postgres")
-        self.pg.autocommit = True
+        self.pg = connect(pgport)
         cur = self.pg.cursor()
         self.backend = None
         if not pooled:
@@ -181,9 +165,8 @@ def cpu_sum(pids):
 def server_connections(direct_port):
     """The client backends of the server other than this one: behind the
     pooler, its server connections."""
-    conn = psycopg2.connect(host="127.0.0.1", port=direct_port, user="postgres",
-                            dbname="postgres")
-    with conn, conn.cursor() as cur:
+    conn = connect(direct_port)
+    with conn.cursor() as cur:
         cur.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
                     " AND pid <> pg_backend_pid()")
         pids = [r[0] for r in cur.fetchall()]
@@ -229,14 +212,6 @@ def measure():
                   flush=True)
     for p in pipes:
         p.send(None)
-
-
-def median(values):
-    v = sorted(values)
-    n = len(v)
-    if n == 0:
-        return None
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def median_interval(values):

@@ -15,6 +15,7 @@
 #                        keys) with "acquire" (a token), "busy" (held,
 #                        PTTL 30 s) or an error line such as
 #                        "-MOVED 1 /tmp/x.sock:1"
+#   --delay-acquire S    seconds to wait before answering the acquire
 #   --release-noscript S answer a release's EVALSHA with NOSCRIPT after S
 #                        seconds, and its EVAL never
 #   --delay-auth S, --delay-select S
@@ -36,6 +37,7 @@ p.add_argument("--sentinel")
 p.add_argument("--subscribe", default="ok")
 p.add_argument("--slots")
 p.add_argument("--eval", default="acquire")
+p.add_argument("--delay-acquire", type=float, default=0)
 p.add_argument("--release-noscript", type=float)
 p.add_argument("--delay-auth", type=float, default=0)
 p.add_argument("--delay-select", type=float, default=0)
@@ -126,6 +128,7 @@ def answer(args, port):
             return array([b":0\r\n", b":30000\r\n"])
         if opt.eval != "acquire":
             return opt.eval.encode() + b"\r\n"
+        time.sleep(opt.delay_acquire)
         token = str(int(time.time() * 1e6))
         return array([b":1\r\n", bulk(token), b":0\r\n", bulk("0")])
     if name == b"PING":

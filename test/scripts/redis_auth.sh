@@ -29,7 +29,7 @@ write_secret() {
 
 sql >/dev/null <<SQL
 CREATE ROLE regress_app LOGIN;
-GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval),
+GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text),
 	fenced_extend(text, interval), fenced_release(text), fenced_leases()
 	TO regress_app;
 SQL

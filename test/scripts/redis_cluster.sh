@@ -91,6 +91,22 @@ sess a "COMMIT;"
 sess b "SELECT fenced_release('c:set:5');"
 sess_close b
 
+# fair mode: the waiters' queue in the lock key's slot, on its primary;
+# the waiter woken by the release's SPUBLISH; a fair set over the nodes
+sess_open b
+sess a "SELECT fenced_acquire('c:fair', ttl => '30 s') IS NOT NULL;"
+sess_send b "SELECT fenced_acquire('c:fair', ttl => '30 s', wait => '30 s', fair => true) IS NOT NULL; SELECT fenced_release('c:fair');"
+nf=$(topology_cluster_node_of "$(lock_key c:fair)")
+for _ in $(seq 500); do [ "$(redis-cli -p "$nf" LLEN "$(lock_key c:fair):fair:queue" 2>/dev/null)" = 1 ] && break; sleep 0.02; done
+expect "fair: the waiter is queued on the lock key's primary" "$(redis-cli -p "$nf" LLEN "$(lock_key c:fair):fair:queue")" 1
+expect "its timeout too, in the lock key's slot" "$(redis-cli -p "$nf" ZCARD "$(lock_key c:fair):fair:timeouts")" 1
+sess a "SELECT fenced_release('c:fair');"
+sess_wait b
+expect "fair: the waiter gets the lock at the release" "$S|$R" $'00000|t\nt'
+sess b "BEGIN; SELECT array_length(fenced_acquire_xact($SET10, fair => true), 1); COMMIT;"
+expect "fair: a set of ten over the nodes" "$S|$R" "00000|10"
+sess_close b
+
 sess a "SET fencing.redis_wait_replicas = 1; SELECT fenced_acquire('c:2');"
 expect_match "fencing.redis_wait_replicas = 1: the slot's replica acknowledges" "$S|$R" "^00000\|[1-9][0-9]*$"
 sess a "SET fencing.redis_wait_replicas = 2; SET fencing.redis_wait_timeout = '200ms'; SELECT fenced_acquire('c:2');"
@@ -133,7 +149,7 @@ sess m "SET fencing.redis_cluster_nodes = ''; SELECT fenced_acquire('c:1') IS NO
 expect "and back to one server" "$S|$R" "00000|t|t"
 sess_close m
 
-sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval) TO regress_app" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_cluster_nodes = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at another cluster" "$S" "42501"

@@ -224,6 +224,18 @@ check "a NOSCRIPT resend: within fencing.redis_release_timeout + 250 ms ($T ms)"
 sess b "COMMIT; RESET ALL;"
 fake_stop_all
 
+# A lease is counted from when its acquisition was sent, not from the
+# reply: Redis set the key's expiry between the two.  An acquire answered
+# 0.8 s late with a 2 s ttl leaves about 1.2 s by our clock once the reply
+# is in (counted from the reply, as 1.3's first cut did: about 2 s).
+fake_start --delay-acquire 0.8
+sess b "SET fencing.redis_port = $FAKE_PORT; BEGIN; SELECT fenced_acquire_xact('valid:1', ttl => '2 s') IS NOT NULL;"
+expect "an acquisition answered 0.8 s late" "$S|$R" "00000|t"
+sess b "SELECT fenced_lock_valid_until('valid:1') - clock_timestamp() < interval '1.5 s'; COMMIT;"
+expect "its lease is counted from the sending: under 1.5 s of the 2 s left after the reply" "$S|$R" "00000|t"
+sess b "RESET ALL;"
+fake_stop_all
+
 # Sentinel discovery, the connect to the primary, AUTH, SELECT and ROLE
 # share one deadline: the connect + command timeouts (1 s + 2 s), though
 # AUTH and SELECT (1.9 s each) each stay within the command timeout.

@@ -92,7 +92,7 @@ sess a "SELECT fenced_acquire_xact(ARRAY[]::text[]);"
 expect "an empty set is refused" "$S" "22023"
 sess a "SELECT fenced_acquire_xact(ARRAY['x', '']);"
 expect "an empty name is refused" "$S" "22023"
-sess a "REVOKE ALL ON SCHEMA public FROM PUBLIC; SELECT has_function_privilege('public', 'fenced_acquire_xact(text[], interval, interval, boolean, interval)', 'EXECUTE');"
+sess a "REVOKE ALL ON SCHEMA public FROM PUBLIC; SELECT has_function_privilege('public', 'fenced_acquire_xact(text[], interval, interval, boolean, interval, boolean, text)', 'EXECUTE');"
 expect "PUBLIC may not execute it" "$R" "f"
 
 # ------------------------------------------------ {a,b} against {b,a}

@@ -256,7 +256,7 @@ expect "SCRIPT FLUSH mid-lease: renewed throughout (NOSCRIPT, then EVAL)" "$(cat
 
 sql -c "CREATE ROLE regress_holder_a LOGIN" -c "CREATE ROLE regress_holder_b LOGIN" \
 	-c "CREATE ROLE regress_holder_stats LOGIN IN ROLE pg_read_all_stats" \
-	-c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval) TO regress_holder_a" \
+	-c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text) TO regress_holder_a" \
 	-c "GRANT ALL ON items TO regress_holder_a" >/dev/null
 sess_open h -U regress_holder_a
 sess h "BEGIN; SELECT fenced_acquire('order:1', ttl => '30 s', renew => true) IS NOT NULL;"

@@ -12,6 +12,8 @@
 # ones.  The randomized history through failovers is
 # test/history/scenario.sh sentinel-failover.
 #
+# Fair mode: the waiters' queue lives on the primary with the lock.
+#
 # Usage: bash test/scripts/redis_sentinel.sh   (prints ok/not ok lines; exit 0 = pass)
 # (alone: beside two other suites on a loaded machine, the failovers
 # counter once stayed 0 after SENTINEL FAILOVER)
@@ -46,6 +48,17 @@ expect "the lock is on the primary the Sentinels name" "$(lock_on "$SENTINEL_PRI
 sess a "SELECT fenced_extend('s:1'), fenced_release('s:1');"
 expect "extend and release on the same connection" "$S|$R" "00000|t|t"
 
+# fair mode: the queue on the primary the Sentinels name, beside the lock
+sess_open b
+sess a "SELECT fenced_acquire('s:fair', ttl => '30 s') IS NOT NULL;"
+sess_send b "SELECT fenced_acquire('s:fair', ttl => '30 s', wait => '30 s', fair => true) IS NOT NULL; SELECT fenced_release('s:fair');"
+for _ in $(seq 500); do [ "$(redis-cli -p "$SENTINEL_PRIMARY" LLEN 'fencing:v1:{r:s:fair}:lock:fair:queue' 2>/dev/null)" = 1 ] && break; sleep 0.02; done
+expect "fair: the waiter is in line on the primary" "$(redis-cli -p "$SENTINEL_PRIMARY" LLEN 'fencing:v1:{r:s:fair}:lock:fair:queue')" 1
+sess a "SELECT fenced_release('s:fair');"
+sess_wait b
+expect "fair: the waiter gets the lock at the release" "$S|$R" $'00000|t\nt'
+sess_close b
+
 sess a "SET fencing.redis_wait_replicas = 2; SELECT fenced_acquire('s:2');"
 expect_match "fencing.redis_wait_replicas = 2: both replicas acknowledge" "$S|$R" "^00000\|[1-9][0-9]*$"
 sess a "SET fencing.redis_wait_replicas = 3; SET fencing.redis_wait_timeout = '200ms'; SELECT fenced_acquire('s:2', wait => '0');"
@@ -64,7 +77,7 @@ expect "entries without a comma are refused" "$S" "22023"
 sess a "SET fencing.redis_sentinel_master = 'two words';"
 expect "a master name with white space is refused" "$S" "22023"
 
-sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval) TO regress_app" >/dev/null
+sql -c "CREATE ROLE regress_app LOGIN" -c "GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text) TO regress_app" >/dev/null
 sess_open u -U regress_app
 sess u "SET fencing.redis_sentinels = '127.0.0.1:1';"
 expect "a non-superuser cannot point the backend at other Sentinels" "$S" "42501"

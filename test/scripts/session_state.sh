@@ -55,8 +55,8 @@ CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON orders
 	FOR EACH ROW EXECUTE FUNCTION fence_guard('tok', 'order:{order_id}');
 INSERT INTO orders VALUES (1, 'new', 5);
 GRANT ALL ON orders TO app;
-GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval),
-	fenced_acquire_xact(text, interval, interval, boolean, interval), fenced_release(text),
+GRANT EXECUTE ON FUNCTION fenced_acquire(text, interval, interval, boolean, interval, boolean, text),
+	fenced_acquire_xact(text, interval, interval, boolean, interval, boolean, text), fenced_release(text),
 	fenced_leases() TO app;
 EOF
 }

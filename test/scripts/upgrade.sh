@@ -329,8 +329,8 @@ for v in $old_versions; do
 	expect "$db: the GRANT of doc/operations.md on the signature since 1.3 passes" \
 		"$(sqlstate_of "$db" "$(snippet grant-acquire)")" "00000"
 	expect "$db: and gives app both functions" \
-		"$(sql "$db" -c "SELECT has_function_privilege('app', 'fenced_acquire(text, interval, interval, boolean, interval)', 'EXECUTE'),
-			has_function_privilege('app', 'fenced_acquire_xact(text, interval, interval, boolean, interval)', 'EXECUTE')")" "t|t"
+		"$(sql "$db" -c "SELECT has_function_privilege('app', 'fenced_acquire(text, interval, interval, boolean, interval, boolean, text)', 'EXECUTE'),
+			has_function_privilege('app', 'fenced_acquire_xact(text, interval, interval, boolean, interval, boolean, text)', 'EXECUTE')")" "t|t"
 
 	# An install of version $v whose marks table was created under another
 	# default_table_access_method (here heap_copy, heap's handler under
