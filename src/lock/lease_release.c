@@ -36,6 +36,13 @@ static MemoryContext release_cxt = NULL;
 static bool exit_registered = false;
 
 /*
+ * The resources of the releases that release_batch_post sent, whose
+ * replies are not read yet, oldest first (in owed_cxt).
+ */
+static MemoryContext owed_cxt = NULL;
+static List *owed = NIL;
+
+/*
  * An acquisition made inside a subtransaction, given back if that
  * subtransaction is rolled back (in TopTransactionContext).
  */
@@ -190,13 +197,118 @@ release_batch_resend_unknown_script(ReleaseBatch *batch, RedisValue **replies,
 		replies[which[i]] = again[i];
 }
 
+/* What a release's reply that is not an integer means, for a WARNING. */
+static char *
+release_reply_failure(const RedisValue *reply)
+{
+	return reply->type == REDIS_VALUE_ERROR ?
+		psprintf("The Redis server refused the %s: %s",
+				 release_script.name, reply->str) :
+		psprintf("The Redis server answered the %s with something other than an integer.",
+				 release_script.name);
+}
+
+/* The WARNING of nfailed releases, first among them, that failed. */
+static void
+release_warn(int nfailed, const char *first, const char *failure)
+{
+	if (nfailed == 1)
+		ereport(WARNING,
+				(errmsg("could not release the Redis lock on resource \"%s\"",
+						first),
+				 errdetail_internal("%s", failure),
+				 errhint("The lock expires at the end of its ttl.")));
+	else if (nfailed > 1)
+		ereport(WARNING,
+				(errmsg("could not release the Redis locks on %d resources, \"%s\" among them",
+						nfailed, first),
+				 errdetail_internal("%s", failure),
+				 errhint("The locks expire at the end of their ttl.")));
+}
+
+/*
+ * release_batch_post
+ *		Send the releases of a transaction's end, pipelined, without
+ *		waiting for their replies, on the connection the acquisition used
+ *		(single-server and Sentinel modes): with
+ *		EVAL, so that no NOSCRIPT can refuse one that nobody would send
+ *		again.  They are in the socket, whole, before COMMIT returns, and
+ *		the server runs them before any later command of the session; their
+ *		replies are read before its next command (release_owed_reply).
+ *		Saves the commit the wait for the server's answer.  A failure to
+ *		send them is one WARNING, as release_batch_send's.
+ */
+static void
+release_batch_post(ReleaseBatch *batch)
+{
+	MemoryContext old;
+	RedisBudget budget = redis_release_budget();
+	char	   *failure;
+	int			i;
+
+	for (i = 0; i < batch->n; i++)
+	{
+		batch->argv[i][0] = "EVAL";
+		batch->argv[i][1] = release_script.text;
+	}
+	old = MemoryContextSwitchTo(release_cxt);
+	if (!redis_commands_post_noerror_within(&budget, batch->n, batch->argc,
+											batch->argv, &failure))
+	{
+		MemoryContextSwitchTo(old);
+		release_warn(batch->n, batch->resources[0], failure);
+		MemoryContextReset(release_cxt);
+		return;
+	}
+	if (owed_cxt == NULL)
+		owed_cxt = AllocSetContextCreate(TopMemoryContext,
+										 "fencing releases owed a reply",
+										 ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(owed_cxt);
+	for (i = 0; i < batch->n; i++)
+		owed = lappend(owed, pstrdup(batch->resources[i]));
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(release_cxt);
+}
+
+/*
+ * release_owed_reply
+ *		The reply to the oldest release that release_batch_post sent, read
+ *		before the session's next Redis command (redis_owed_hook), or NULL
+ *		if its connection closed first: the release was in the socket, and
+ *		the lock, if not deleted, expires with its ttl.  A refusal is a
+ *		WARNING then, naming the resource.  Must not throw on NULL (error
+ *		cleanup closes connections).
+ */
+static void
+release_owed_reply(const RedisValue *reply)
+{
+	char	   *resource;
+
+	if (owed == NIL)
+		return;
+	resource = linitial(owed);
+	owed = list_delete_first(owed);
+	if (reply != NULL && reply->type != REDIS_VALUE_INTEGER)
+		ereport(WARNING,
+				(errmsg("could not release the Redis lock on resource \"%s\"",
+						resource),
+				 errdetail_internal("%s", release_reply_failure(reply)),
+				 errhint("The release was sent when an earlier transaction of this session ended; the lock expires at the end of its ttl.")));
+	pfree(resource);
+	if (owed == NIL)
+		MemoryContextReset(owed_cxt);
+}
+
 /*
  * release_batch_send
  *		Send the releases, pipelined, under one command timeout; a failure
  *		is one WARNING, never an error.  The batch is gone afterwards.
+ *		With post, release_batch_post sends them where it can (on the open
+ *		connection of an earlier call, outside Cluster mode).
  */
 static void
-release_batch_send(ReleaseBatch *batch)
+release_batch_send(ReleaseBatch *batch, bool post)
 {
 	MemoryContext old;
 	RedisBudget budget;
@@ -209,6 +321,11 @@ release_batch_send(ReleaseBatch *batch)
 	if (batch->n == 0)
 	{
 		MemoryContextReset(release_cxt);
+		return;
+	}
+	if (post && redis_commands_post_ready())
+	{
+		release_batch_post(batch);
 		return;
 	}
 	old = MemoryContextSwitchTo(release_cxt);
@@ -224,26 +341,11 @@ release_batch_send(ReleaseBatch *batch)
 		if (first == NULL)
 			first = batch->resources[i];
 		if (failure == NULL && replies[i] != NULL)
-			failure = replies[i]->type == REDIS_VALUE_ERROR ?
-				psprintf("The Redis server refused the %s: %s",
-						 release_script.name, replies[i]->str) :
-				psprintf("The Redis server answered the %s with something other than an integer.",
-						 release_script.name);
+			failure = release_reply_failure(replies[i]);
 		nfailed++;
 	}
 	MemoryContextSwitchTo(old);
-	if (nfailed == 1)
-		ereport(WARNING,
-				(errmsg("could not release the Redis lock on resource \"%s\"",
-						first),
-				 errdetail_internal("%s", failure),
-				 errhint("The lock expires at the end of its ttl.")));
-	else if (nfailed > 1)
-		ereport(WARNING,
-				(errmsg("could not release the Redis locks on %d resources, \"%s\" among them",
-						nfailed, first),
-				 errdetail_internal("%s", failure),
-				 errhint("The locks expire at the end of their ttl.")));
+	release_warn(nfailed, first, failure);
 	MemoryContextReset(release_cxt);
 }
 
@@ -317,7 +419,7 @@ lease_release_at_xact_end(bool commit)
 	}
 	release_batch_add_xact_unknown(&batch);
 	xact_forget();
-	release_batch_send(&batch);
+	release_batch_send(&batch, true);
 }
 
 /*
@@ -386,7 +488,7 @@ lease_release_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		lease_forget_if_empty(lease);
 	}
 	if (any)
-		release_batch_send(&batch);
+		release_batch_send(&batch, false);
 }
 
 /* Called from _PG_init. */
@@ -394,6 +496,7 @@ void
 lease_release_init(void)
 {
 	RegisterSubXactCallback(lease_release_subxact_callback, NULL);
+	redis_owed_hook = release_owed_reply;
 }
 
 /*
@@ -456,7 +559,7 @@ fenced_lock_release_all(void)
 	}
 	release_batch_add_xact_unknown(&batch);
 	xact_forget();
-	release_batch_send(&batch);
+	release_batch_send(&batch, false);
 }
 
 /*

@@ -140,7 +140,17 @@ typedef struct RedisKeyHints
 	const char *crossslot_hint;
 } RedisKeyHints;
 
+/*
+ * redis_owed_hook is called with each reply to a command sent by
+ * redis_commands_post_noerror, in order, when it is read, before the
+ * connection carries anything else; with NULL for one lost because the
+ * connection closed first (which may be in error cleanup: the hook must
+ * not throw then).
+ */
+typedef void (*RedisOwedHook) (const RedisValue *reply);
+
 extern RedisEventHook redis_event_hook;
+extern RedisOwedHook redis_owed_hook;
 extern RedisKeyHints redis_key_hints;
 
 /*
@@ -234,6 +244,11 @@ extern bool redis_commands_noerror(int ncommands, const int *argc,
 								   const char ***argv, RedisValue **replies,
 								   char **failure);
 extern RedisBudget redis_release_budget(void);
+extern bool redis_commands_post_ready(void);
+extern bool redis_commands_post_noerror_within(const RedisBudget *budget,
+											   int ncommands, const int *argc,
+											   const char ***argv,
+											   char **failure);
 extern bool redis_commands_noerror_within(const RedisBudget *budget,
 										  int ncommands, const int *argc,
 										  const char ***argv,

@@ -109,6 +109,7 @@ redis_error_line(const RedisError *err)
 
 /* Set at load by the layer above (redis.h). */
 RedisEventHook redis_event_hook = NULL;
+RedisOwedHook redis_owed_hook = NULL;
 RedisKeyHints redis_key_hints = {NULL, NULL, NULL};
 
 /* The class of an error reply; the last entry if its code is unknown. */

@@ -112,8 +112,9 @@ redis_check_mode(RedisError *err)
 /*
  * redis_single_ensure
  *		Single-server and Sentinel modes: make sure the link is open and
- *		usable under the current settings, opening it within the budget;
- *		false on failure, described in *err.
+ *		usable under the current settings, opening it within the budget,
+ *		after reading the replies owed to redis_commands_post_noerror_within
+ *		(within one command timeout); false on failure, described in *err.
  */
 /*
  * Count a failover when the Sentinels named another primary than the one
@@ -137,6 +138,15 @@ sentinel_count_move(void)
 static bool
 redis_single_ensure(const RedisBudget *budget, RedisError *err)
 {
+	if (redis_link_is_open(&single) && single.sock.owed > 0)
+	{
+		RedisBudget step = redis_budget_within(budget, redis_command_timeout,
+											   "fencing.redis_command_timeout");
+		RedisError	lost = {0};
+
+		/* a failure closes the link, and the call goes on over a new one */
+		(void) redis_link_collect(&single, &step, &lost);
+	}
 	if (redis_link_is_open(&single) && redis_sentinel_enabled() &&
 		redis_sentinel_switched())
 	{
@@ -280,7 +290,7 @@ redis_command_if_connected(int argc, const char **argv)
 	RedisBudget budget;
 
 	if (link == NULL || !redis_link_is_open(link) || !link->ready ||
-		link->sock.in_flight)
+		link->sock.in_flight || link->sock.owed > 0)
 		return NULL;
 	budget = redis_budget_start(redis_command_timeout,
 								"fencing.redis_command_timeout", true);
@@ -395,6 +405,62 @@ redis_commands_noerror_within(const RedisBudget *budget, int ncommands,
 			*failure = redis_error_line(&err);
 		}
 		break;
+	}
+	RESUME_INTERRUPTS();
+	return ok;
+}
+
+/*
+ * redis_commands_post_ready
+ *		Whether redis_commands_post_noerror_within may be used now: outside
+ *		Cluster mode, on the connection of an earlier call, open, idle and
+ *		made under the current settings.  Commands that would need a new
+ *		connection are better sent with redis_commands_noerror_within: the
+ *		connect's round trips are waited for anyway, and a failure is known
+ *		at once.
+ */
+bool
+redis_commands_post_ready(void)
+{
+	return !redis_cluster_enabled() && redis_link_is_open(&single) &&
+		single.ready && !single.sock.in_flight &&
+		single.generation == redis_settings_generation;
+}
+
+/*
+ * redis_commands_post_noerror_within
+ *		Send ncommands commands, pipelined, where nothing may be thrown, as
+ *		redis_commands_noerror_within does, but without waiting for their
+ *		replies: true once they are in the socket, whole.  Their replies
+ *		are owed, and handed to redis_owed_hook when read: before the
+ *		connection's next command, which the server therefore runs after
+ *		them.  Only where redis_commands_post_ready says so (in Cluster
+ *		mode the commands may go to different nodes); false, with *failure
+ *		set, on failure, the connection dropped.
+ */
+bool
+redis_commands_post_noerror_within(const RedisBudget *budget, int ncommands,
+								   const int *argc, const char ***argv,
+								   char **failure)
+{
+	RedisBudget step;
+	RedisError	err = {0};
+	bool		ok;
+
+	Assert(!redis_cluster_enabled());
+	*failure = NULL;
+	HOLD_INTERRUPTS();
+	ok = redis_check_mode(&err) && redis_single_ensure(budget, &err);
+	if (ok)
+	{
+		step = redis_budget_within(budget, redis_command_timeout,
+								   "fencing.redis_command_timeout");
+		ok = redis_link_post(&single, ncommands, argc, argv, &step, &err);
+	}
+	if (!ok)
+	{
+		redis_drop();
+		*failure = redis_error_line(&err);
 	}
 	RESUME_INTERRUPTS();
 	return ok;

@@ -36,6 +36,17 @@ redis_count_event(RedisEvent event)
 		redis_event_hook(event);
 }
 
+/*
+ * Hand the layer above a reply owed to redis_commands_post_noerror, or
+ * NULL for one lost with its connection (redis_owed_hook).
+ */
+static inline void
+redis_owed_reply(const RedisValue *reply)
+{
+	if (redis_owed_hook != NULL)
+		redis_owed_hook(reply);
+}
+
 #ifdef USE_HIREDIS
 #include "storage/latch.h"
 
@@ -62,6 +73,7 @@ typedef struct RedisSocket
 	int			wes_io;			/* the socket event wes waits for */
 	bool		fd_reserved;
 	bool		in_flight;		/* commands sent, replies not all read */
+	int			owed;			/* replies of redis_io_post not read yet */
 	bool		sent;			/* the last exchange reached the socket */
 	bool		answered;		/* a reply was read on this socket */
 	size_t		max_bytes;		/* cap on one reply */
@@ -81,6 +93,11 @@ extern bool redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
 							  const char ***argv, RedisValue **replies,
 							  const RedisBudget *budget, bool secret,
 							  RedisError *err);
+extern bool redis_io_post(RedisSocket *s, int ncommands, const int *argc,
+						  const char ***argv, const RedisBudget *budget,
+						  RedisError *err);
+extern bool redis_io_collect(RedisSocket *s, const RedisBudget *budget,
+							 RedisError *err);
 extern bool redis_io_read(RedisSocket *s, RedisValue **reply,
 						  const RedisBudget *budget, bool secret,
 						  RedisError *err);
@@ -179,6 +196,11 @@ extern bool redis_link_exchange_many(RedisLink *link, int ncommands,
 									 RedisValue **replies,
 									 const RedisBudget *budget,
 									 RedisError *err);
+extern bool redis_link_post(RedisLink *link, int ncommands,
+							const int *argc, const char ***argv,
+							const RedisBudget *budget, RedisError *err);
+extern bool redis_link_collect(RedisLink *link, const RedisBudget *budget,
+							   RedisError *err);
 extern void redis_link_close(RedisLink *link);
 
 extern const char *redis_value_describe(const RedisValue *v);

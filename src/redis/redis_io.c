@@ -113,6 +113,12 @@ redis_io_close(RedisSocket *s)
 		s->fd_reserved = false;
 	}
 	s->in_flight = false;
+	/* replies owed to redis_io_post are lost with the socket */
+	while (s->owed > 0)
+	{
+		s->owed--;
+		redis_owed_reply(NULL);
+	}
 }
 
 /* Close the socket and describe the failure; false for the caller. */
@@ -494,10 +500,10 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 }
 
 /*
- * redis_io_exchange
- *		Send ncommands commands, pipelined, and read their replies, by the
- *		budget's deadline; false on failure, described in *err, with the
- *		socket closed (replies[i] is then NULL for every reply not read).
+ * redis_io_send
+ *		Send ncommands commands, pipelined, by the budget's deadline; false
+ *		on failure, described in *err, with the socket closed.  No reply
+ *		may be owed (redis_io_collect first).
  *
  * The socket is non-blocking: whatever does not fit in the socket buffers
  * is sent as the server reads it, the backend sleeping in between, as it
@@ -505,27 +511,24 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
  * (over TLS, once OpenSSL took it), and stays set: the commands may have
  * run.
  */
-bool
-redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
-				  const char ***argv, RedisValue **replies,
-				  const RedisBudget *budget, bool secret, RedisError *err)
+static bool
+redis_io_send(RedisSocket *s, int ncommands, const int *argc,
+			  const char ***argv, const RedisBudget *budget, bool secret,
+			  RedisError *err)
 {
-	Assert(s->ctx != NULL && s->ctx->err == 0);
+	Assert(s->ctx != NULL && s->ctx->err == 0 && s->owed == 0);
 
-	for (int c = 0; c < ncommands; c++)
-		replies[c] = NULL;
 	s->sent = false;
 	s->in_flight = true;
 	if (s->ssl != NULL)
 	{
 		RedisIoTlsWait w = {s, budget};
 
-		if (!redis_io_tls_done(s, redis_tls_send(s->ssl, ncommands, argc, argv,
-												 secret, &s->sent,
-												 redis_io_tls_wait, &w,
-												 s->target, err),
-							   err, REDIS_IO_SEND, budget))
-			return false;
+		return redis_io_tls_done(s, redis_tls_send(s->ssl, ncommands, argc,
+												   argv, secret, &s->sent,
+												   redis_io_tls_wait, &w,
+												   s->target, err),
+								 err, REDIS_IO_SEND, budget);
 	}
 	else
 	{
@@ -547,16 +550,73 @@ redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
 			if (redisBufferWrite(s->ctx, &done) != REDIS_OK)
 				return redis_io_failed(s, err, secret);
 			if (done)
-				break;
+				return true;
 			if (!redis_io_wait(s, WL_SOCKET_WRITEABLE, budget))
 				return redis_io_timed_out(s, err, budget, REDIS_IO_SEND);
 		}
 	}
+}
 
+/*
+ * redis_io_exchange
+ *		Send ncommands commands, pipelined, and read their replies, by the
+ *		budget's deadline; false on failure, described in *err, with the
+ *		socket closed (replies[i] is then NULL for every reply not read).
+ */
+bool
+redis_io_exchange(RedisSocket *s, int ncommands, const int *argc,
+				  const char ***argv, RedisValue **replies,
+				  const RedisBudget *budget, bool secret, RedisError *err)
+{
+	for (int c = 0; c < ncommands; c++)
+		replies[c] = NULL;
+	if (!redis_io_send(s, ncommands, argc, argv, budget, secret, err))
+		return false;
 	for (int c = 0; c < ncommands; c++)
 		if (!redis_io_read(s, &replies[c], budget, secret, err))
 			return false;
 	s->in_flight = false;
+	return true;
+}
+
+/*
+ * redis_io_post
+ *		Send ncommands commands, pipelined, by the budget's deadline,
+ *		without waiting for their replies: they are owed (s->owed), and
+ *		read by redis_io_collect before the socket carries anything else.
+ *		The commands are in the socket, whole, when this returns true;
+ *		false on failure, described in *err, with the socket closed.
+ */
+bool
+redis_io_post(RedisSocket *s, int ncommands, const int *argc,
+			  const char ***argv, const RedisBudget *budget, RedisError *err)
+{
+	if (!redis_io_send(s, ncommands, argc, argv, budget, false, err))
+		return false;
+	s->in_flight = false;
+	s->owed = ncommands;
+	return true;
+}
+
+/*
+ * redis_io_collect
+ *		Read the replies owed to redis_io_post, in order, by the budget's
+ *		deadline, handing each to the layer above (redis_owed_hook); false
+ *		on failure, described in *err, with the socket closed (which hands
+ *		it the replies not read, as NULL).
+ */
+bool
+redis_io_collect(RedisSocket *s, const RedisBudget *budget, RedisError *err)
+{
+	while (s->owed > 0)
+	{
+		RedisValue *reply;
+
+		if (!redis_io_read(s, &reply, budget, false, err))
+			return false;
+		s->owed--;
+		redis_owed_reply(reply);
+	}
 	return true;
 }
 

@@ -255,6 +255,36 @@ redis_link_exchange(RedisLink *link, int argc, const char **argv,
 	return reply;
 }
 
+/*
+ * redis_link_post
+ *		Send ncommands commands, pipelined, without waiting for their
+ *		replies (redis_io_post); false on failure, described in *err, with
+ *		the link closed.
+ */
+bool
+redis_link_post(RedisLink *link, int ncommands, const int *argc,
+				const char ***argv, const RedisBudget *budget, RedisError *err)
+{
+	if (redis_io_post(&link->sock, ncommands, argc, argv, budget, err))
+		return true;
+	link->ready = false;
+	return false;
+}
+
+/*
+ * redis_link_collect
+ *		Read the replies owed to redis_link_post, if any; false on failure,
+ *		described in *err, with the link closed.
+ */
+bool
+redis_link_collect(RedisLink *link, const RedisBudget *budget, RedisError *err)
+{
+	if (redis_io_collect(&link->sock, budget, err))
+		return true;
+	link->ready = false;
+	return false;
+}
+
 /* Close the link, if open.  Safe at any time, error cleanup included. */
 void
 redis_link_close(RedisLink *link)

@@ -209,9 +209,19 @@ fake_start --slots self --delay-auth 1.9 --close-after-acquire
 release_bounded "Cluster mode" "SET fencing.redis_cluster_nodes = '127.0.0.1:$FAKE_PORT';"
 fake_stop_all
 # the release meets NOSCRIPT after 1.5 s; its EVAL resend gets what is
-# left of the 2 s, not 2 s more (1.1: about 3.5 s)
+# left of the 2 s, not 2 s more (1.1: about 3.5 s).  The release at
+# commit on the acquisition's open connection is sent with EVAL and not
+# awaited (1.3): a savepoint's rollback sends its release by SHA1 and
+# waits for it
 fake_start --release-noscript 1.5
-release_bounded "a NOSCRIPT resend" "SET fencing.redis_port = $FAKE_PORT;"
+sess b "SET fencing.redis_command_timeout = '5s'; SET fencing.redis_port = $FAKE_PORT;"
+sess b "BEGIN; SAVEPOINT s; SELECT fenced_acquire_xact('rel:1');"
+expect_match "a NOSCRIPT resend: the acquisition" "$S|$R" '^00000\|[1-9][0-9]*$'
+sess b "ROLLBACK TO SAVEPOINT s;"
+expect "a NOSCRIPT resend: ROLLBACK TO SAVEPOINT succeeds" "$S" "00000"
+expect_match "a NOSCRIPT resend: with a WARNING" "$R" "WARNING: +could not release the Redis lock on resource \"rel:1\""
+check "a NOSCRIPT resend: within fencing.redis_release_timeout + 250 ms ($T ms)" test "$T" -lt 2250
+sess b "COMMIT; RESET ALL;"
 fake_stop_all
 
 # A lease is counted from when its acquisition was sent, not from the

@@ -10,8 +10,10 @@
 # transaction-local declaration, exists; DISCARD ALL ends every
 # declaration and lease of the session; a backend that exits
 # (pg_terminate_backend, disconnect) gives its locks back; a release that
-# fails after commit, at DISCARD ALL or at exit is a WARNING, bounded by
-# the command timeout.  Every "the lock key is gone" is read from Redis.
+# fails at DISCARD ALL or at exit is a WARNING, bounded by the command
+# timeout; the release at a transaction's end is sent before COMMIT
+# returns, its reply read at the session's next Redis call (a refusal a
+# WARNING then).  Every "the lock key is gone" is read from Redis.
 #
 # Usage: bash test/scripts/redis_xact.sh   (prints ok/not ok lines; exit 0 = pass)
 # test/run: quick
@@ -185,47 +187,95 @@ sess a "$COUNTS"
 expect "and the session is clean" "$R" "0|0"
 harness_redis_launch || exit 1
 
-# ------------------------------- a release that fails after commit or abort
+# -------------------------- the release at commit, its reply read later
+#
+# The releases of a transaction's end are sent, whole, before COMMIT
+# returns, without waiting for the reply: the server runs them before any
+# later command (the next holder's included), and their replies are read
+# before the session's next Redis command, where a refusal is a WARNING.
 
-sess a "SET fencing.redis_command_timeout = '300ms';"
+sess_open b
+taken=0
+for _ in $(seq 20); do
+	sess a "BEGIN; SELECT fenced_acquire_xact('x:40', wait => '0') IS NOT NULL; COMMIT;"
+	[ "$R" = t ] && taken=$((taken + 1))
+	sess b "SELECT fenced_acquire_xact('x:40', wait => '0') IS NOT NULL;"
+	[ "$R" = t ] && taken=$((taken + 1))
+done
+expect "the next holder takes the lock at once after each COMMIT (40 takes, no wait)" "$taken" "40"
+
+sess a "BEGIN; SELECT fenced_acquire_xact('x:42') IS NOT NULL;"
+rcli ACL SETUSER default -eval -evalsha >/dev/null
+sess a "COMMIT;"
+refused_commit=$R
+rcli ACL SETUSER default +eval +evalsha >/dev/null
+expect "COMMIT succeeds while Redis refuses the release" "$S" "00000"
+sess a "SELECT fenced_acquire_xact('x:43') IS NOT NULL;"
+expect_match "the refusal is a WARNING naming the resource (at COMMIT or at the next call)" \
+	"$refused_commit $R" 'WARNING:  could not release the Redis lock on resource "x:42" DETAIL:  The Redis server refused the fencing release script: NOPERM'
+expect "the next call succeeds" "$S|$(printf '%s' "$R" | tail -1)" "00000|t"
+expect "and the refused lock is left to its ttl" "$(held x:42)" "1"
+rcli DEL "$(lock_key x:42)" >/dev/null
+
+sess a "SET fencing.redis_command_timeout = '2s';"
 sess a "BEGIN; SELECT fenced_acquire_xact('order:2') IS NOT NULL; UPDATE items SET val = 'frozen' WHERE id = 2;"
 kill -STOP "$REDIS_PID"
 sess a "COMMIT;"
 commit_ms=$T
-kill -CONT "$REDIS_PID"
-expect "COMMIT with Redis frozen succeeds" "$S" "00000"
-expect_match "with a WARNING that the lock could not be given back (timed out)" "$R" \
-	'WARNING:  could not release the Redis lock on resource "order:2" DETAIL:  timed out waiting for a reply'
-check "bounded by the 300 ms command timeout (COMMIT took $commit_ms ms)" \
-	test "$commit_ms" -ge 250 -a "$commit_ms" -lt 1300
+expect "COMMIT with Redis frozen succeeds, without a warning" "$S|$R" "00000|"
+check "without waiting for Redis's reply (COMMIT took $commit_ms ms; command timeout 2 s)" \
+	test "$commit_ms" -lt 1000
 expect "the transaction's write is committed" \
 	"$(sql -c "SELECT val FROM items WHERE id = 2")" "frozen"
+kill -CONT "$REDIS_PID"
+expect "the release runs when Redis wakes: the lock is gone" "$(wait_gone order:2)" "0"
 sess a "$COUNTS"
 expect "and the session keeps nothing of it" "$R" "0|0"
 
+sess a "SET fencing.redis_command_timeout = '300ms';"
 sess a "BEGIN; SELECT fenced_acquire_xact('x:21') IS NOT NULL;"
 kill -STOP "$REDIS_PID"
 sess a "SELECT 1 / 0;"
 abort_ms=$T
-kill -CONT "$REDIS_PID"
-expect_match "an abort with Redis frozen: the error, then a WARNING" "$R" \
-	'ERROR:  division by zero WARNING:  could not release the Redis lock on resource "x:21"'
+expect "an abort with Redis frozen: the error alone, no warning" "$S|$R" "22012|ERROR:  division by zero"
 check "bounded by the command timeout too ($abort_ms ms)" test "$abort_ms" -lt 1300
+kill -CONT "$REDIS_PID"
+expect "the release runs when Redis wakes" "$(wait_gone x:21)" "0"
 sess a "ROLLBACK;"
 
-# a user's long command timeout does not make the release after commit
-# (interrupts held: no cancel, no pg_terminate_backend) last as long:
-# fencing.redis_release_timeout, a superuser's setting, bounds it
+# the next call reads the reply owed to the release at commit: with Redis
+# frozen, within the command timeout, then over a new connection
+sess a "BEGIN; SELECT fenced_acquire_xact('x:30') IS NOT NULL;"
+kill -STOP "$REDIS_PID"
+sess a "COMMIT;"
+sess a "SELECT fenced_acquire_xact('x:31', wait => '0') IS NOT NULL;"
+next_ms=$T
+kill -CONT "$REDIS_PID"
+expect "the next call with Redis frozen fails with TF101" "$S" "TF101"
+check "within the command timeouts of the reply owed and of its own ($next_ms ms)" \
+	test "$next_ms" -ge 250 -a "$next_ms" -lt 2500
+expect "the release at commit ran when Redis woke" "$(wait_gone x:30)" "0"
+sess a "SELECT fenced_acquire_xact('x:31', wait => '0') IS NOT NULL;"
+expect "and the call after it, Redis awake, succeeds" "$S|$R" "00000|t"
+
+# a user's long command timeout does not make a release where nothing may
+# throw (interrupts held: no cancel, no pg_terminate_backend) last as long:
+# fencing.redis_release_timeout, a superuser's setting, bounds it, the
+# reply owed to the release at commit read within it
 sess a "SET fencing.redis_command_timeout = '20s';"
+sess a "SELECT fenced_acquire('x:32') IS NOT NULL;"
 sess a "BEGIN; SELECT fenced_acquire_xact('x:29') IS NOT NULL;"
 kill -STOP "$REDIS_PID"
 sess a "COMMIT;"
+sess a "DISCARD ALL;"
 release_ms=$T
 kill -CONT "$REDIS_PID"
-expect_match "COMMIT with Redis frozen and a 20 s command timeout: a WARNING" "$R" \
-	'WARNING:  could not release the Redis lock on resource "x:29"'
-check "bounded by fencing.redis_release_timeout, 2 s by default (COMMIT took $release_ms ms)" \
+expect_match "DISCARD ALL with Redis frozen and a 20 s command timeout: a WARNING" "$R" \
+	'WARNING:  could not release the Redis lock on resource "x:32"'
+check "bounded by fencing.redis_release_timeout, 2 s by default (DISCARD ALL took $release_ms ms)" \
 	test "$release_ms" -ge 1500 -a "$release_ms" -lt 5000
+expect "the release at commit ran when Redis woke" "$(wait_gone x:29)" "0"
+rcli DEL "$(lock_key x:32)" >/dev/null
 sess a "SET fencing.redis_command_timeout = '300ms';"
 
 # an attempt whose outcome is unknown is given back with the transaction
@@ -289,6 +339,7 @@ kill -CONT "$REDIS_PID"
 check "a backend exiting with Redis frozen is gone within the command timeout ($exit_ms ms)" \
 	test "$exit_ms" -lt 1300
 
+sess_close b
 sess_close a
 sql -c "DROP TABLE items" >/dev/null
 checks_finish
