@@ -499,7 +499,6 @@ acquire_list(Acquisition *a, Lease *lease)
 static void
 acquire_record(Acquisition *a)
 {
-	TimestampTz now = GetCurrentTimestamp();
 	Lease	   *lease = lease_enter(a->resource);
 
 	if (a->xact && lease->lapsed)
@@ -513,7 +512,8 @@ acquire_record(Acquisition *a)
 	lease->xact = a->xact;
 	lease->lapsed = false;
 	lease->token = a->token;
-	lease->acquired = now;
+	/* both from the sending of the attempt that took it: see fenced_take */
+	lease->acquired = a->sent;
 	lease->expires = TimestampTzPlusMilliseconds(a->sent, a->ttl_ms);
 	strlcpy(lease->owner, a->owner, FENCED_OWNER_LEN);
 	lease->on_lost_error = a->on_lost_error;
@@ -523,7 +523,7 @@ acquire_record(Acquisition *a)
 	lease_unknown_clear(lease);
 	acquire_list(a, lease);
 	declared_set(a->resource, a->token, a->xact);
-	leases_prune(now);
+	leases_prune(GetCurrentTimestamp());
 }
 
 /*

@@ -145,7 +145,9 @@ sess_close() {
 	local fd=${SESS_FD[$1]}
 	# \q rather than end of file: later children inherited the FIFO's
 	# write end, so closing ours alone does not end psql's input
-	printf '\\q\n' >&"$fd"
+	# in a subshell: a psql already gone (its backend terminated) leaves
+	# the FIFO without a reader, and the SIGPIPE ends the subshell only
+	( printf '\\q\n' >&"$fd" ) 2>/dev/null || true
 	exec {fd}>&-
 	wait "${SESS_PID[$1]}" 2>/dev/null
 }
