@@ -373,6 +373,36 @@ CREATE EVENT TRIGGER fence_ddl_guard ON ddl_command_end
 ALTER EVENT TRIGGER fence_ddl_guard ENABLE ALWAYS;
 
 
+-- The privileges of a function made again with new arguments: this
+-- script's helper, used by the sections of issues 38/36 and 31 and dropped
+-- at its end.  fn_acl and fn_init are the ACL and the initial privileges
+-- the old signature had; a NULL ACL is the default (EXECUTE to PUBLIC),
+-- which the new function has already.
+CREATE FUNCTION @extschema@.fence_upgrade_carry_privileges(new_fn pg_catalog.oid,
+		fn_acl pg_catalog.aclitem[], fn_init pg_catalog.aclitem[])
+	RETURNS void LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	a record;
+BEGIN
+	IF fn_acl IS NOT NULL THEN
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn::pg_catalog.regprocedure);
+		FOR a IN SELECT * FROM pg_catalog.aclexplode(fn_acl) LOOP
+			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
+				a.privilege_type, new_fn::pg_catalog.regprocedure,
+				CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
+				CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
+	END IF;
+	DELETE FROM pg_catalog.pg_init_privs i
+		WHERE i.objsubid = 0 AND i.objoid = new_fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass;
+	IF fn_init IS NOT NULL THEN
+		INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
+			VALUES (new_fn, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', fn_init);
+	END IF;
+END $$;
+
 -- issue 38: a longest hold per acquisition
 --
 -- fenced_acquire and fenced_acquire_xact gain max_hold (default NULL:
@@ -393,7 +423,6 @@ DECLARE
 	fn_acl pg_catalog.aclitem[];
 	fn_init pg_catalog.aclitem[];
 	new_fn pg_catalog.oid;
-	a record;
 BEGIN
 	FOR f IN SELECT * FROM (VALUES
 		('fenced_acquire', 'the session'),
@@ -412,19 +441,7 @@ BEGIN
 			RETURNS @extschema@.fence_token
 			AS ''MODULE_PATHNAME'', %L LANGUAGE C VOLATILE PARALLEL UNSAFE', f.name, f.name);
 		new_fn := pg_catalog.format('@extschema@.%I(text, interval, interval, boolean, interval, boolean, text)', f.name)::pg_catalog.regprocedure;
-		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn::pg_catalog.regprocedure);
-		FOR a IN SELECT * FROM pg_catalog.aclexplode(fn_acl) LOOP
-			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
-				a.privilege_type, new_fn::pg_catalog.regprocedure,
-				CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
-				CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-		END LOOP;
-		DELETE FROM pg_catalog.pg_init_privs i
-			WHERE i.objsubid = 0 AND i.objoid = new_fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass;
-		IF fn_init IS NOT NULL THEN
-			INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
-				VALUES (new_fn, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', fn_init);
-		END IF;
+		PERFORM @extschema@.fence_upgrade_carry_privileges(new_fn, fn_acl, fn_init);
 		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', new_fn::pg_catalog.regprocedure,
 			'take the Redis lock on a resource and a new token, declared for ' || f.scope
 			|| '; NULL if still busy after wait; with renew, renewed while the backend works, up to max_hold; with fair, in turn among fair waiters; with on_lost => ''error'', the next statement once it is lost fails');
@@ -554,7 +571,6 @@ DECLARE
 	fn_acl pg_catalog.aclitem[];
 	fn_init pg_catalog.aclitem[];
 	new_fn pg_catalog.oid;
-	a record;
 BEGIN
 	SELECT p.proacl INTO fn_acl FROM pg_catalog.pg_proc p
 		WHERE p.oid = '@extschema@.fence_use(text, @extschema@.fence_token, boolean)'::pg_catalog.regprocedure;
@@ -567,20 +583,8 @@ BEGIN
 		RETURNS void
 		AS 'MODULE_PATHNAME', 'fence_use_lease' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 	new_fn := '@extschema@.fence_use(text, @extschema@.fence_token, boolean, interval)'::pg_catalog.regprocedure;
-	IF fn_acl IS NOT NULL THEN
-		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn::pg_catalog.regprocedure);
-		FOR a IN SELECT * FROM pg_catalog.aclexplode(fn_acl) LOOP
-			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
-				a.privilege_type, new_fn::pg_catalog.regprocedure,
-				CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
-				CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-		END LOOP;
-	END IF;
-	DELETE FROM pg_catalog.pg_init_privs i
-		WHERE i.objsubid = 0 AND i.objoid = new_fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass;
-	IF fn_init IS NOT NULL THEN
-		INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
-			VALUES (new_fn, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', fn_init);
-	END IF;
+	PERFORM @extschema@.fence_upgrade_carry_privileges(new_fn, fn_acl, fn_init);
 	COMMENT ON FUNCTION @extschema@.fence_use(text, @extschema@.fence_token, boolean, interval) IS 'declare the token this session (or transaction) writes a resource with; with lease, the holder''s lease ends that long after the call, and a newer holder waiting for its transaction then ends it';
 END $$;
+
+DROP FUNCTION @extschema@.fence_upgrade_carry_privileges(pg_catalog.oid, pg_catalog.aclitem[], pg_catalog.aclitem[]);
