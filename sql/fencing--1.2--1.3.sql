@@ -373,33 +373,40 @@ CREATE EVENT TRIGGER fence_ddl_guard ON ddl_command_end
 ALTER EVENT TRIGGER fence_ddl_guard ENABLE ALWAYS;
 
 
--- The privileges of a function made again with new arguments: this
--- script's helper, used by the sections of issues 38/36 and 31 and dropped
--- at its end.  fn_acl and fn_init are the ACL and the initial privileges
--- the old signature had; a NULL ACL is the default (EXECUTE to PUBLIC),
--- which the new function has already.
-CREATE FUNCTION @extschema@.fence_upgrade_carry_privileges(new_fn pg_catalog.oid,
-		fn_acl pg_catalog.aclitem[], fn_init pg_catalog.aclitem[])
+-- The privileges of a function or view made again (new arguments, new
+-- columns): this script's helper, used by the sections of issues 38/36
+-- and 31 and dropped at its end.  acl and init are the ACL and the initial
+-- privileges the old object had; a NULL ACL is the default (EXECUTE to
+-- PUBLIC for a function, the owner's alone for a view), which the new
+-- object has already.
+CREATE FUNCTION @extschema@.fence_upgrade_carry_privileges(classid pg_catalog.regclass,
+		objid pg_catalog.oid, acl pg_catalog.aclitem[], init pg_catalog.aclitem[])
 	RETURNS void LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
+	target text;
 	a record;
 BEGIN
-	IF fn_acl IS NOT NULL THEN
-		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', new_fn::pg_catalog.regprocedure);
-		FOR a IN SELECT * FROM pg_catalog.aclexplode(fn_acl) LOOP
-			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
-				a.privilege_type, new_fn::pg_catalog.regprocedure,
+	IF classid = 'pg_catalog.pg_proc'::pg_catalog.regclass THEN
+		target := 'FUNCTION ' || objid::pg_catalog.regprocedure::text;
+	ELSE
+		target := 'TABLE ' || objid::pg_catalog.regclass::text;
+	END IF;
+	IF acl IS NOT NULL THEN
+		EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM PUBLIC', target);
+		FOR a IN SELECT * FROM pg_catalog.aclexplode(acl) LOOP
+			EXECUTE pg_catalog.format('GRANT %s ON %s TO %s%s',
+				a.privilege_type, target,
 				CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
 				CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
 		END LOOP;
 	END IF;
 	DELETE FROM pg_catalog.pg_init_privs i
-		WHERE i.objsubid = 0 AND i.objoid = new_fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass;
-	IF fn_init IS NOT NULL THEN
+		WHERE i.objsubid = 0 AND i.objoid = objid AND i.classoid = classid;
+	IF init IS NOT NULL THEN
 		INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
-			VALUES (new_fn, 'pg_catalog.pg_proc'::pg_catalog.regclass, 0, 'e', fn_init);
+			VALUES (objid, classid, 0, 'e', init);
 	END IF;
 END $$;
 
@@ -441,7 +448,7 @@ BEGIN
 			RETURNS @extschema@.fence_token
 			AS ''MODULE_PATHNAME'', %L LANGUAGE C VOLATILE PARALLEL UNSAFE', f.name, f.name);
 		new_fn := pg_catalog.format('@extschema@.%I(text, interval, interval, boolean, interval, boolean, text)', f.name)::pg_catalog.regprocedure;
-		PERFORM @extschema@.fence_upgrade_carry_privileges(new_fn, fn_acl, fn_init);
+		PERFORM @extschema@.fence_upgrade_carry_privileges('pg_catalog.pg_proc', new_fn, fn_acl, fn_init);
 		EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', new_fn::pg_catalog.regprocedure,
 			'take the Redis lock on a resource and a new token, declared for ' || f.scope
 			|| '; NULL if still busy after wait; with renew, renewed while the backend works, up to max_hold; with fair, in turn among fair waiters; with on_lost => ''error'', the next statement once it is lost fails');
@@ -484,8 +491,6 @@ DO $$
 DECLARE
 	view_acl pg_catalog.aclitem[];
 	view_init pg_catalog.aclitem[];
-	new_view pg_catalog.oid;
-	a record;
 BEGIN
 	SELECT c.relacl INTO view_acl FROM pg_catalog.pg_class c
 		WHERE c.oid = '@extschema@.fenced_lock_holders'::pg_catalog.regclass;
@@ -506,19 +511,8 @@ BEGIN
 			h.acquired_at, h.expires_at, h.renewing, h.lost
 		FROM @extschema@.fenced_lock_holders_data() AS h;
 	COMMENT ON VIEW @extschema@.fenced_lock_holders IS 'one row per Redis lease of every backend (this backend''s without preloading): pid, role, database, resource, token, kind, acquired_at, expires_at, renewing, lost';
-	new_view := '@extschema@.fenced_lock_holders'::pg_catalog.regclass;
-	FOR a IN SELECT * FROM pg_catalog.aclexplode(view_acl) LOOP
-		EXECUTE pg_catalog.format('GRANT %s ON %s TO %s%s',
-			a.privilege_type, new_view::pg_catalog.regclass,
-			CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END,
-			CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-	END LOOP;
-	DELETE FROM pg_catalog.pg_init_privs i
-		WHERE i.objsubid = 0 AND i.objoid = new_view AND i.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass;
-	IF view_init IS NOT NULL THEN
-		INSERT INTO pg_catalog.pg_init_privs (objoid, classoid, objsubid, privtype, initprivs)
-			VALUES (new_view, 'pg_catalog.pg_class'::pg_catalog.regclass, 0, 'e', view_init);
-	END IF;
+	PERFORM @extschema@.fence_upgrade_carry_privileges('pg_catalog.pg_class',
+		'@extschema@.fenced_lock_holders'::pg_catalog.regclass, view_acl, view_init);
 END $$;
 
 
@@ -583,8 +577,8 @@ BEGIN
 		RETURNS void
 		AS 'MODULE_PATHNAME', 'fence_use_lease' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 	new_fn := '@extschema@.fence_use(text, @extschema@.fence_token, boolean, interval)'::pg_catalog.regprocedure;
-	PERFORM @extschema@.fence_upgrade_carry_privileges(new_fn, fn_acl, fn_init);
+	PERFORM @extschema@.fence_upgrade_carry_privileges('pg_catalog.pg_proc', new_fn, fn_acl, fn_init);
 	COMMENT ON FUNCTION @extschema@.fence_use(text, @extschema@.fence_token, boolean, interval) IS 'declare the token this session (or transaction) writes a resource with; with lease, the holder''s lease ends that long after the call, and a newer holder waiting for its transaction then ends it';
 END $$;
 
-DROP FUNCTION @extschema@.fence_upgrade_carry_privileges(pg_catalog.oid, pg_catalog.aclitem[], pg_catalog.aclitem[]);
+DROP FUNCTION @extschema@.fence_upgrade_carry_privileges(pg_catalog.regclass, pg_catalog.oid, pg_catalog.aclitem[], pg_catalog.aclitem[]);

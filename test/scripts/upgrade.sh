@@ -349,6 +349,21 @@ for v in $old_versions; do
 	expect "${db}_use_acl: fence_use revoked from PUBLIC and granted to app at $v stays so after the update" \
 		"$(sql "${db}_use_acl" -c "SELECT has_function_privilege('app', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE'),
 			has_function_privilege('outsider', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE')")" "t|f"
+	# the view fenced_lock_holders (1.2) gained lost in 1.3: made again, it
+	# keeps SELECT to PUBLIC, or what an administrator gave instead at 1.2
+	if [ "$v" = 1.2 ]; then
+		expect "$db: after the update, fenced_lock_holders has lost and PUBLIC may still read it" \
+			"$(sql "$db" -c "SELECT has_table_privilege('outsider', 'fenced_lock_holders', 'SELECT'),
+				EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'fenced_lock_holders'::regclass AND attname = 'lost')")" "t|t"
+		new_db "${db}_view_acl"
+		sql "${db}_view_acl" -c "CREATE EXTENSION fencing VERSION '$v'" \
+			-c "REVOKE SELECT ON fenced_lock_holders FROM PUBLIC" \
+			-c "GRANT SELECT ON fenced_lock_holders TO app" >/dev/null
+		update_db "${db}_view_acl"
+		expect "${db}_view_acl: fenced_lock_holders revoked from PUBLIC and granted to app at $v stays so after the update" \
+			"$(sql "${db}_view_acl" -c "SELECT has_table_privilege('app', 'fenced_lock_holders', 'SELECT'),
+				has_table_privilege('outsider', 'fenced_lock_holders', 'SELECT')")" "t|f"
+	fi
 
 	# An install of version $v whose marks table was created under another
 	# default_table_access_method (here heap_copy, heap's handler under
