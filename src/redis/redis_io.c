@@ -439,6 +439,7 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 {
 	void	   *r = NULL;
 	size_t		reply_bytes = 0;
+	bool		read_first = s->owed > 0;
 
 	reply_limit = REDIS_LIMIT_NONE;
 	redis_value_start_reply();
@@ -465,8 +466,17 @@ redis_io_read(RedisSocket *s, RedisValue **reply, const RedisBudget *budget,
 		{
 			size_t		buffered;
 
-			if (!redis_io_wait(s, WL_SOCKET_READABLE, budget))
+			/*
+			 * A reply owed to redis_io_post was asked for long before it
+			 * is collected, and is usually in the socket already: it is
+			 * read before any sleep, which would cost a system call of its
+			 * own (the socket is non-blocking: nothing there reads as
+			 * nothing).
+			 */
+			if (!read_first &&
+				!redis_io_wait(s, WL_SOCKET_READABLE, budget))
 				return redis_io_timed_out(s, err, budget, REDIS_IO_RECEIVE);
+			read_first = false;
 			buffered = s->ctx->reader->len;
 			if (redisBufferRead(s->ctx) != REDIS_OK)
 				return redis_io_failed(s, err, secret);
