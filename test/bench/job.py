@@ -35,7 +35,7 @@ import redis
 from benchlib import LOCK_LUA, UNLOCK_LUA, connect, median
 
 ACCOUNTS = 1000
-WORKERS = 4
+WORKERS = int(os.environ.get("WORKERS", "4"))
 
 DESIGNS = ["hand", "hand_guard", "fenced", "fenced_guard", "rw_hand", "rw_fenced", "rw_fenced2"]
 
