@@ -45,6 +45,9 @@ fencing_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
+	/* on_lost => 'error': transaction control is left to pre-commit */
+	if (!IsA(parsetree, TransactionStmt))
+		fenced_lock_lost_check();
 	if (IsA(parsetree, DiscardStmt) &&
 		((DiscardStmt *) parsetree)->target == DISCARD_ALL)
 	{
@@ -75,6 +78,10 @@ fencing_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* a lease lost under on_lost => 'error' rolls it back */
+			fenced_lock_lost_check();
+			break;
 		case XACT_EVENT_PRE_PREPARE:
 			fenced_lock_pre_prepare();
 			declared_pre_prepare();

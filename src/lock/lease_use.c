@@ -175,13 +175,8 @@ fence_use_lease(PG_FUNCTION_ARGS)
 	bool		is_local;
 	char	   *resource = declared_use_args(fcinfo, &has_token, &token,
 											 &is_local);
-	int			lease_ms = fenced_use_lease_arg(fcinfo, 3);
+	int			lease_ms = fenced_use_lease_arg(fcinfo, 3, has_token);
 
-	if (lease_ms > 0 && !has_token)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a lease needs a token"),
-				 errhint("Withdraw a declaration with fence_use(resource, NULL), without a lease.")));
 	declared_use(resource, has_token, token, is_local);
 	use_lease_end(resource);
 	if (lease_ms > 0)

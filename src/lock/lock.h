@@ -20,5 +20,6 @@ extern void fenced_lock_init(void);
 extern void fenced_lock_at_xact_end(bool commit);
 extern void fenced_lock_pre_prepare(void);
 extern void fenced_lock_discard_all(void);
+extern void fenced_lock_lost_check(void);
 
 #endif							/* FENCING_LOCK_LOCK_H */

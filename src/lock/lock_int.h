@@ -43,7 +43,8 @@ extern int	fencing_lock_wait_wakeup;
 
 extern char *fenced_resource_arg(FunctionCallInfo fcinfo);
 extern int	fenced_ttl_arg(FunctionCallInfo fcinfo, int argno);
-extern int	fenced_use_lease_arg(FunctionCallInfo fcinfo, int argno);
+extern int	fenced_use_lease_arg(FunctionCallInfo fcinfo, int argno,
+								 bool has_token);
 extern int	fenced_wait_arg(FunctionCallInfo fcinfo, int argno);
 extern bool fenced_renew_arg(FunctionCallInfo fcinfo, int argno);
 extern int	fenced_max_hold_arg(FunctionCallInfo fcinfo, int argno);

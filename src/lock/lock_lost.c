@@ -14,10 +14,12 @@
  * moves nothing; a lease without renew runs out at its TTL).  The check
  * reads the session's leases and, preloaded, their slots in the shared
  * table, where the renewer writes; no round trip.  It runs before every
- * statement the executor starts (functions' statements included), every
- * utility statement but transaction control, and at COMMIT (pre-commit,
- * so that the transaction is rolled back), and only while the session
- * holds a lease acquired with the option.
+ * statement the executor starts (functions' statements included; the
+ * executor hook below), every utility statement but transaction control,
+ * and at COMMIT (pre-commit, so that the transaction is rolled back; both
+ * from fencing.c's utility hook and transaction callback, which dispatch
+ * to every part), and only while the session holds a lease acquired with
+ * the option.
  *
  * Each lost lease fails one statement: the transaction it fails is
  * aborted (a transaction lease then ends with it), and a session that
@@ -33,15 +35,13 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "executor/executor.h"
 #include "fencing_errcodes.h"
+#include "lock/lock.h"
 #include "lock/lock_int.h"
-#include "tcop/utility.h"
 #include "utils/timestamp.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* Whether the session may hold a lease acquired with on_lost => 'error'. */
 static bool watching = false;
@@ -54,13 +54,14 @@ lock_lost_watch(void)
 }
 
 /*
- * lock_lost_check
+ * fenced_lock_lost_check
  *		Fail if a lease acquired with on_lost => 'error' is lost and has
  *		not yet failed a statement.  Stops watching once the session holds
- *		no such lease.
+ *		no such lease.  Called before every statement the executor starts
+ *		(here), and from fencing.c's utility hook and pre-commit callback.
  */
-static void
-lock_lost_check(void)
+void
+fenced_lock_lost_check(void)
 {
 	ResourceMapIterator iter;
 	Lease	   *lease;
@@ -108,44 +109,17 @@ static void
 lost_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-		lock_lost_check();
+		fenced_lock_lost_check();
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
 }
 
-/* Transaction control is left to the pre-commit check (and to ROLLBACK). */
-static void
-lost_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					bool readOnlyTree, ProcessUtilityContext context,
-					ParamListInfo params, QueryEnvironment *queryEnv,
-					DestReceiver *dest, QueryCompletion *qc)
-{
-	if (!IsA(pstmt->utilityStmt, TransactionStmt))
-		lock_lost_check();
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-}
-
-static void
-lost_xact_callback(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_PRE_COMMIT)
-		lock_lost_check();
-}
-
-/* Install the checks; from fenced_lock_init. */
+/* Install the executor's check; from fenced_lock_init. */
 void
 lock_lost_init(void)
 {
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = lost_ExecutorStart;
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = lost_ProcessUtility;
-	RegisterXactCallback(lost_xact_callback, NULL);
 }

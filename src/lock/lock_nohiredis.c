@@ -67,6 +67,12 @@ fenced_lock_discard_all(void)
 {
 }
 
+/* No lease, so none acquired with on_lost => 'error'. */
+void
+fenced_lock_lost_check(void)
+{
+}
+
 Datum
 fence_use_lease(PG_FUNCTION_ARGS)
 {
@@ -76,11 +82,7 @@ fence_use_lease(PG_FUNCTION_ARGS)
 	char	   *resource = declared_use_args(fcinfo, &has_token, &token,
 											 &is_local);
 
-	if (fenced_use_lease_arg(fcinfo, 3) > 0 && !has_token)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a lease needs a token"),
-				 errhint("Withdraw a declaration with fence_use(resource, NULL), without a lease.")));
+	(void) fenced_use_lease_arg(fcinfo, 3, has_token);
 	declared_use(resource, has_token, token, is_local);
 	PG_RETURN_VOID();
 }

@@ -278,14 +278,23 @@ fenced_ttl_arg(FunctionCallInfo fcinfo, int argno)
 /*
  * fenced_use_lease_arg
  *		fence_use()'s lease argument at argno in ms, as a ttl; -1 when NULL
- *		(no lease).
+ *		(no lease).  A lease is refused with a declaration withdrawn
+ *		(has_token false): it would have no token to fence with.
  */
 int
-fenced_use_lease_arg(FunctionCallInfo fcinfo, int argno)
+fenced_use_lease_arg(FunctionCallInfo fcinfo, int argno, bool has_token)
 {
+	int			lease_ms;
+
 	if (PG_ARGISNULL(argno))
 		return -1;
-	return lease_ms_arg(fcinfo, argno, "lease");
+	lease_ms = lease_ms_arg(fcinfo, argno, "lease");
+	if (lease_ms > 0 && !has_token)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a lease needs a token"),
+				 errhint("Withdraw a declaration with fence_use(resource, NULL), without a lease.")));
+	return lease_ms;
 }
 
 /*

@@ -117,6 +117,18 @@ expect "once: the statement after it runs" "$S|$R" "00000|2"
 sess a "SELECT fenced_release('e:3');"
 expect "the release finds the lock gone" "$S|$R" "00000|f"
 
+# a utility statement is checked too (fencing.c's utility hook), before it
+# runs: in a transaction block, where no commit follows it (SET: no event
+# trigger, no executor); transaction control is not (it is left to the
+# pre-commit check)
+sess a "BEGIN; SELECT fenced_acquire_xact('e:5', ttl => '300 ms', on_lost => 'error') IS NOT NULL;"
+sleep 0.6
+sess a "SAVEPOINT s1;"
+expect "transaction control is not checked: SAVEPOINT runs" "$S" "00000"
+sess a "SET LOCAL application_name = 'lost_util';"
+expect "a lease run out: the next utility statement (SET LOCAL) fails with TF131" "$S" "TF131"
+sess a "ROLLBACK;"
+
 # lost after the last statement: COMMIT fails, the transaction is rolled back
 sess a "BEGIN; SELECT fenced_acquire_xact('e:4', ttl => '300 ms', on_lost => 'error') IS NOT NULL;
 INSERT INTO work VALUES ('e:4');"
