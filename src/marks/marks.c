@@ -301,11 +301,13 @@ marks_claim(MarksRel *m, FenceToken token, ClaimMode mode, char set_by,
  * The loop of marks_claim, with a bounded wait for writers in progress
  * and without serialization failures: the raise rejects nothing, so it
  * may act on the newest version whatever the snapshot sees.  The raise is
- * always written, also over a version this transaction created.
+ * always written, also over a version this transaction created.  The
+ * first look goes to hint, an address from the shared table or invalid,
+ * as marks_claim's does.
  */
 static MarksAcquireResult
 marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
-					   ItemPointer version)
+					   ItemPointer hint, ItemPointer version)
 {
 	MarksInsertLock insert_lock = {0};
 	HeapTuple	tuple;
@@ -314,7 +316,14 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
 
 	for (;;)
 	{
-		MarksLook	look = marks_look(m, &wait, &tuple);
+		MarksLook	look;
+
+		if (hint != NULL && ItemPointerIsValid(hint) &&
+			marks_fetch_newest_version(m, hint, &tuple))
+			look = MARKS_FOUND;
+		else
+			look = marks_look(m, &wait, &tuple);
+		hint = NULL;
 
 		if (look == MARKS_NONE)
 		{
@@ -581,12 +590,17 @@ marks_raise_for_holder(const char *resource, FenceToken token,
 	MarksRel	m;
 	MarksAcquireResult result;
 	MarksClaim	c = {0};
+	ItemPointerData hint;
 
 	if (held != NULL && held->token >= token)
 		return MARKS_ACQUIRE_ABOVE;
 	ItemPointerSetInvalid(&c.version);
+	if (held != NULL)
+		hint = held->version;
+	else if (!marks_hint_get(hash, &hint))
+		ItemPointerSetInvalid(&hint);
 	marks_open(&m, resource, RowExclusiveLock);
-	result = marks_claim_for_holder(&m, token, deadline, &c.version);
+	result = marks_claim_for_holder(&m, token, deadline, &hint, &c.version);
 	marks_close(&m);
 	if (result != MARKS_ACQUIRE_RAISED)
 		return result;

@@ -482,7 +482,8 @@ marks_held_flush(void (*write) (const char *resource, CheckedLevel *level))
 static bool
 marks_read_held_or(const char *resource, FenceToken *mark, bool newest)
 {
-	CheckedLevel *held = checked_held(resource, checked_hash(resource));
+	uint32		hash = checked_hash(resource);
+	CheckedLevel *held = checked_held(resource, hash);
 	MarksRel	m;
 	bool		found;
 
@@ -492,7 +493,16 @@ marks_read_held_or(const char *resource, FenceToken *mark, bool newest)
 		return true;
 	}
 	marks_open(&m, resource, AccessShareLock);
-	found = newest ? marks_fetch_newest(&m, mark) : marks_fetch_visible(&m, mark);
+	if (newest)
+	{
+		ItemPointerData hint;
+
+		if (!marks_hint_get(hash, &hint))
+			ItemPointerSetInvalid(&hint);
+		found = marks_fetch_newest_at(&m, &hint, mark);
+	}
+	else
+		found = marks_fetch_visible(&m, mark);
 	marks_close(&m);
 	return found;
 }
@@ -524,7 +534,9 @@ marks_read(const char *resource, FenceToken *mark)
  * transaction in progress may hold the mark higher in memory than the
  * version it wrote (marks_check): the floor is then a lower bound, as it
  * is anyway for a transaction yet to raise the mark.  This transaction's
- * own raises in memory are counted.
+ * own raises in memory are counted.  Preloaded, the version at the address
+ * the shared table recorded for the mark is tried before the index
+ * (marks_fetch_newest_at): an acquisition reads the mark twice.
  */
 bool
 marks_read_newest(const char *resource, FenceToken *mark)

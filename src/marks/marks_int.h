@@ -104,6 +104,10 @@ extern bool marks_fetch(MarksRel *m, ItemPointer tid, bool anywhere,
 						HeapTuple *tuple);
 extern bool marks_fetch_visible(MarksRel *m, FenceToken *mark);
 extern bool marks_fetch_newest(MarksRel *m, FenceToken *mark);
+extern bool marks_fetch_newest_version(MarksRel *m, ItemPointer tid,
+									   HeapTuple *tuple);
+extern bool marks_fetch_newest_at(MarksRel *m, ItemPointer tid,
+								  FenceToken *mark);
 extern FenceToken marks_token_of(MarksRel *m, HeapTuple tuple);
 extern TimestampTz marks_moved_at(MarksRel *m, HeapTuple tuple);
 extern char marks_set_by_of(MarksRel *m, HeapTuple tuple);

@@ -345,6 +345,32 @@ marks_key_equal(MarksRel *m, HeapTuple tuple)
 }
 
 /*
+ * Whether the version at tid is the newest version of m's mark, live, with
+ * no transaction in progress inserting or deleting it (marks_fetch says
+ * why); if so, fetched is it, in buffer, pinned.
+ */
+static bool
+marks_fetch_live(MarksRel *m, ItemPointer tid, bool anywhere,
+				 HeapTupleData *fetched, Buffer *buffer)
+{
+	SnapshotData dirty;
+
+	if (anywhere && ItemPointerGetBlockNumber(tid) >= marks_nblocks(m))
+		return false;
+	InitDirtySnapshot(dirty);
+	fetched->t_self = *tid;
+	if (!heap_fetch(m->heap, &dirty, fetched, buffer, false))
+		return false;
+	if (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax) ||
+		!marks_key_equal(m, fetched))
+	{
+		ReleaseBuffer(*buffer);
+		return false;
+	}
+	return true;
+}
+
+/*
  * marks_fetch
  *		Whether the version at tid is still the newest version of the
  *		mark of m's resource, as marks_find would find it without waiting;
@@ -364,23 +390,12 @@ marks_key_equal(MarksRel *m, HeapTuple tuple)
 bool
 marks_fetch(MarksRel *m, ItemPointer tid, bool anywhere, HeapTuple *tuple)
 {
-	SnapshotData dirty;
 	HeapTupleData fetched;
 	Buffer		buffer;
 	bool		invisible = false;
 
-	if (anywhere && ItemPointerGetBlockNumber(tid) >= marks_nblocks(m))
+	if (!marks_fetch_live(m, tid, anywhere, &fetched, &buffer))
 		return false;
-	InitDirtySnapshot(dirty);
-	fetched.t_self = *tid;
-	if (!heap_fetch(m->heap, &dirty, &fetched, &buffer, false))
-		return false;
-	if (TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax) ||
-		!marks_key_equal(m, &fetched))
-	{
-		ReleaseBuffer(buffer);
-		return false;
-	}
 	if (IsolationUsesXactSnapshot() && !marks_written_here(&fetched))
 	{
 		LockBuffer(buffer, BUFFER_LOCK_SHARE);
@@ -416,6 +431,60 @@ marks_fetch_visible(MarksRel *m, FenceToken *mark)
 	}
 	marks_scan_end(&s);
 	return found;
+}
+
+/*
+ * marks_fetch_newest_version
+ *		Whether the version at tid, an address from anywhere, is the newest
+ *		version of m's mark (see marks_fetch_newest_at); if so, tuple is a
+ *		copy of it.  Unlike marks_fetch, whatever the snapshot sees: for a
+ *		raise that rejects nothing.
+ */
+bool
+marks_fetch_newest_version(MarksRel *m, ItemPointer tid, HeapTuple *tuple)
+{
+	HeapTupleData fetched;
+	Buffer		buffer;
+
+	if (!marks_fetch_live(m, tid, true, &fetched, &buffer))
+		return false;
+	*tuple = heap_copytuple(&fetched);
+	ReleaseBuffer(buffer);
+	return true;
+}
+
+/*
+ * marks_fetch_newest_at
+ *		marks_fetch_newest, looking first at tid, an address from anywhere
+ *		(the shared table of mark addresses), or invalid.
+ *
+ * A version there that marks_fetch_live accepts is live, and neither
+ * inserted nor updated or deleted by a transaction in progress: no newer
+ * version of the mark exists, committed or not (an update would have
+ * marked this one), and no second row of the resource (the primary key),
+ * so its token is the highest the dirty index scan would find, and the
+ * index is not searched.
+ */
+bool
+marks_fetch_newest_at(MarksRel *m, ItemPointer tid, FenceToken *mark)
+{
+	HeapTupleData fetched;
+	Buffer		buffer;
+
+	if (ItemPointerIsValid(tid) &&
+		marks_fetch_live(m, tid, true, &fetched, &buffer))
+	{
+		bool		isnull;
+		Datum		token = heap_getattr(&fetched, Anum_mark_token,
+										 RelationGetDescr(m->heap), &isnull);
+
+		if (!isnull)
+			*mark = DatumGetFenceToken(token);
+		ReleaseBuffer(buffer);
+		if (!isnull)
+			return true;
+	}
+	return marks_fetch_newest(m, mark);
 }
 
 /*

@@ -62,6 +62,21 @@ expect "with the raise on, that open transaction does not make an acquisition bu
 sess a "ROLLBACK;"
 sess b "SELECT fenced_release('$r');"
 
+# Preloaded, the newest mark is read first at the address the shared table
+# recorded for it (the version the last acquisition wrote at its commit):
+# a version there that a transaction in progress is updating is not the
+# newest, and the index finds the one in progress.  The UPDATE by hand
+# records no address, so the table still points at the version it updates.
+r=snap:hinted
+sess b "SELECT fenced_acquire_xact('$r') IS NOT NULL;"
+expect "an acquisition at commit wrote the mark (and recorded its address)" "$S|$R" "00000|t"
+sess a "BEGIN; UPDATE fence_high_water SET token = '$HIGH' WHERE resource = '$r';"
+sess b "SELECT fenced_acquire_xact('$r');"
+token=$(echo "$R" | tail -1)
+check "a version at the recorded address that is being updated is not the floor: the update in progress is ($token > $HIGH)" \
+	test "${token:-0}" -gt "$HIGH"
+sess a "ROLLBACK;"
+
 # READ COMMITTED, one statement waiting for a busy lock: the mark moves
 # while it waits, after its snapshot was taken.
 r=snap:wait
