@@ -36,6 +36,7 @@ OBJS = \
 	src/marks/marks_kept.o \
 	src/marks/marks_report.o \
 	src/marks/marks_sql.o \
+	src/marks/marks_relation.o \
 	src/marks/marks_table.o \
 	src/marks/marks_write.o \
 	src/redis/redis_call.o \
