@@ -265,6 +265,20 @@ compare_db() {
 		"$workdir/fresh.dump" "$workdir/$db.dump"
 }
 
+# check_acl_kept SUFFIX WHAT ON PRIV CHECK: in a new database, an install of
+# version $v whose object ON (as GRANT names it) had PRIV revoked from
+# PUBLIC and granted to app keeps exactly that across the update; CHECK is
+# the has_*_privilege call, ROLE standing for the role.  Uses $db and $v.
+check_acl_kept() {
+	local d=${db}_$1 what=$2 on=$3 priv=$4 check=$5
+	new_db "$d"
+	sql "$d" -c "CREATE EXTENSION fencing VERSION '$v'" \
+		-c "REVOKE $priv ON $on FROM PUBLIC" -c "GRANT $priv ON $on TO app" >/dev/null
+	update_db "$d"
+	expect "$d: $what revoked from PUBLIC and granted to app at $v stays so after the update" \
+		"$(sql "$d" -c "SELECT ${check//ROLE/app}, ${check//ROLE/outsider}")" "t|f"
+}
+
 for v in $old_versions; do
 	# An install of version $v, fenced tables and marks written at $v with
 	# the new library, then the update.
@@ -341,28 +355,16 @@ for v in $old_versions; do
 	expect "$db: after the update, fence_use has its lease and PUBLIC may still call it" \
 		"$(sql "$db" -c "SELECT has_function_privilege('outsider', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE'),
 			to_regprocedure('fence_use(text, fence_token, boolean)') IS NULL")" "t|t"
-	new_db "${db}_use_acl"
-	sql "${db}_use_acl" -c "CREATE EXTENSION fencing VERSION '$v'" \
-		-c "REVOKE EXECUTE ON FUNCTION fence_use(text, fence_token, boolean) FROM PUBLIC" \
-		-c "GRANT EXECUTE ON FUNCTION fence_use(text, fence_token, boolean) TO app" >/dev/null
-	update_db "${db}_use_acl"
-	expect "${db}_use_acl: fence_use revoked from PUBLIC and granted to app at $v stays so after the update" \
-		"$(sql "${db}_use_acl" -c "SELECT has_function_privilege('app', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE'),
-			has_function_privilege('outsider', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE')")" "t|f"
+	check_acl_kept use_acl fence_use "FUNCTION fence_use(text, fence_token, boolean)" EXECUTE \
+		"has_function_privilege('ROLE', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE')"
 	# the view fenced_lock_holders (1.2) gained lost in 1.3: made again, it
 	# keeps SELECT to PUBLIC, or what an administrator gave instead at 1.2
 	if [ "$v" = 1.2 ]; then
 		expect "$db: after the update, fenced_lock_holders has lost and PUBLIC may still read it" \
 			"$(sql "$db" -c "SELECT has_table_privilege('outsider', 'fenced_lock_holders', 'SELECT'),
 				EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'fenced_lock_holders'::regclass AND attname = 'lost')")" "t|t"
-		new_db "${db}_view_acl"
-		sql "${db}_view_acl" -c "CREATE EXTENSION fencing VERSION '$v'" \
-			-c "REVOKE SELECT ON fenced_lock_holders FROM PUBLIC" \
-			-c "GRANT SELECT ON fenced_lock_holders TO app" >/dev/null
-		update_db "${db}_view_acl"
-		expect "${db}_view_acl: fenced_lock_holders revoked from PUBLIC and granted to app at $v stays so after the update" \
-			"$(sql "${db}_view_acl" -c "SELECT has_table_privilege('app', 'fenced_lock_holders', 'SELECT'),
-				has_table_privilege('outsider', 'fenced_lock_holders', 'SELECT')")" "t|f"
+		check_acl_kept view_acl fenced_lock_holders fenced_lock_holders SELECT \
+			"has_table_privilege('ROLE', 'fenced_lock_holders', 'SELECT')"
 	fi
 
 	# An install of version $v whose marks table was created under another
