@@ -351,6 +351,20 @@ marks_claim_for_holder(MarksRel *m, FenceToken token, TimestampTz deadline,
 }
 
 /*
+ * Where to look first for the mark of the resource of hash: the live
+ * version this transaction holds (held), else the address the shared
+ * table recorded; invalid if neither.
+ */
+static void
+marks_hint_for(uint32 hash, CheckedLevel *held, ItemPointer hint)
+{
+	if (held != NULL)
+		*hint = held->version;
+	else if (!marks_hint_get(hash, hint))
+		ItemPointerSetInvalid(hint);
+}
+
+/*
  * Claim the mark of resource, of hash, as marks_claim does, looking first
  * where it was last seen: at the live version held, if this transaction
  * holds the mark (held), else at the address the shared table recorded.
@@ -365,10 +379,7 @@ marks_claim_resource(const char *resource, uint32 hash, CheckedLevel *held,
 	ItemPointerData hint;
 	bool		accepted;
 
-	if (held != NULL)
-		hint = held->version;
-	else if (!marks_hint_get(hash, &hint))
-		ItemPointerSetInvalid(&hint);
+	marks_hint_for(hash, held, &hint);
 	marks_open(&m, resource, RowExclusiveLock);
 	accepted = marks_claim(&m, token, mode, set_by, max_step, &hint,
 						   held == NULL, c);
@@ -595,10 +606,7 @@ marks_raise_for_holder(const char *resource, FenceToken token,
 	if (held != NULL && held->token >= token)
 		return MARKS_ACQUIRE_ABOVE;
 	ItemPointerSetInvalid(&c.version);
-	if (held != NULL)
-		hint = held->version;
-	else if (!marks_hint_get(hash, &hint))
-		ItemPointerSetInvalid(&hint);
+	marks_hint_for(hash, held, &hint);
 	marks_open(&m, resource, RowExclusiveLock);
 	result = marks_claim_for_holder(&m, token, deadline, &hint, &c.version);
 	marks_close(&m);

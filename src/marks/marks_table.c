@@ -454,21 +454,13 @@ marks_fetch_newest_version(MarksRel *m, ItemPointer tid, HeapTuple *tuple)
 bool
 marks_fetch_newest_at(MarksRel *m, ItemPointer tid, FenceToken *mark)
 {
-	HeapTupleData fetched;
-	Buffer		buffer;
+	HeapTuple	tuple;
 
-	if (ItemPointerIsValid(tid) &&
-		marks_fetch_live(m, tid, true, &fetched, &buffer))
+	if (ItemPointerIsValid(tid) && marks_fetch_newest_version(m, tid, &tuple))
 	{
-		bool		isnull;
-		Datum		token = heap_getattr(&fetched, Anum_mark_token,
-										 RelationGetDescr(m->heap), &isnull);
-
-		if (!isnull)
-			*mark = DatumGetFenceToken(token);
-		ReleaseBuffer(buffer);
-		if (!isnull)
-			return true;
+		*mark = marks_token_of(m, tuple);
+		heap_freetuple(tuple);
+		return true;
 	}
 	return marks_fetch_newest(m, mark);
 }
