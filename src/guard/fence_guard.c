@@ -350,11 +350,13 @@ guard_row_floor(const char *resource, HeapTuple oldtuple, Relation rel,
 /*
  * An INSERT of an INSERT ... ON CONFLICT (guard_conflict.c).  A row that
  * conflicts with one there will not go in: its token is checked against
- * the mark, which is not raised (a DO UPDATE's update is checked as any).  Otherwise the mark is checked
- * and raised as for any insert; if a conflicting row went in meanwhile
- * (the check may have waited for the mark's lock, held by its inserter),
- * the raise would stand without the row, so the statement fails with a
- * serialization failure, to be retried.
+ * the mark, which is not raised (a DO UPDATE's update is checked as any),
+ * and the row is checked again when the statement has run, in case the
+ * row it conflicted with was gone by the arbitration.  Otherwise the mark
+ * is checked and raised as for any insert; if a conflicting row went in
+ * meanwhile (the check may have waited for the mark's lock, held by its
+ * inserter), the raise would stand without the row, so the statement
+ * fails with a serialization failure, to be retried.
  */
 static HeapTuple
 guard_insert_or_nothing(Relation rel, HeapTuple newtuple,
@@ -362,15 +364,17 @@ guard_insert_or_nothing(Relation rel, HeapTuple newtuple,
 						FenceToken step)
 {
 	FenceToken	mark;
+	ItemPointerData conflict;
 
-	if (guard_row_conflicts(rel, newtuple))
+	if (guard_row_conflicts(rel, newtuple, &conflict))
 	{
 		if (marks_read(resource, &mark) && token < mark)
 			marks_report_stale(resource, NULL, NULL, token, mark);
+		guard_conflict_pass(rel, &conflict, resource, token, strict, step);
 		return newtuple;
 	}
 	marks_check(resource, token, strict, step);
-	if (guard_row_conflicts(rel, newtuple))
+	if (guard_row_conflicts(rel, newtuple, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to a concurrent insert into table \"%s\"",

@@ -121,7 +121,11 @@ extern void guard_conflict_init(void);
 extern void guard_conflict_at_xact_end(void);
 extern FenceToken guard_max_token_step(void);
 extern bool guard_on_conflict_running(void);
-extern bool guard_row_conflicts(Relation rel, HeapTuple tuple);
+extern bool guard_row_conflicts(Relation rel, HeapTuple tuple,
+								ItemPointer conflict);
+extern void guard_conflict_pass(Relation rel, ItemPointer conflict,
+								const char *resource, FenceToken token,
+								bool strict, FenceToken step);
 
 /* rows repeating the last write accepted (guard_repeat.c) */
 extern void guard_repeat_note(GuardConfig *config, const char *resource,

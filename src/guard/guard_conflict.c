@@ -19,6 +19,20 @@
  * raising it (under DO UPDATE, the update that follows is checked, and
  * raises, as any update).
  *
+ * The executor arbitrates after every BEFORE trigger, and waits then for
+ * a deleter in progress of the conflicting row: a row that conflicted when
+ * the guard looked goes in after all if that row was deleted in between
+ * (or updated out of the way), and its token was checked but never raised
+ * nor locked the mark; a writer at a newer token may even have committed
+ * in between.  So the guard keeps each row it let through that way, with
+ * the version it conflicted with, and when the statement has run, checks
+ * whether that version is still there, live, with the same indexed
+ * columns (followed along HOT updates, which change none); if not, the
+ * row may have gone in, and its write is checked and raises the mark as
+ * any insert's, now.  A row that did not go in because another version
+ * conflicted may then raise the mark to a token that is above it anyway,
+ * never past a newer writer's: that one is rejected as stale.
+ *
  * A token the statement alone supplies (nothing declared) comes from
  * whoever may write the table.  fencing.max_token_step is how far above
  * the mark such a token may be (the check is in marks_claim, which has
@@ -32,13 +46,20 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/xact.h"
 #include "core/core.h"
 #include "core/pg_compat.h"
 #include "executor/executor.h"
 #include "guard/guard.h"
+#include "marks/marks.h"
 #include "nodes/plannodes.h"
+#include "storage/bufmgr.h"
+#include "storage/procarray.h"
 #include "tcop/pquery.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/rel.h"
 
@@ -68,7 +89,32 @@ static FenceToken max_token_step = INT64CONST(1000000000000000);
 static int	on_conflict_running = 0;
 static Portal loaded_in_portal = NULL;
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+
+/*
+ * A row the guard let through without raising its mark, because it
+ * conflicted with the version at tid (inserted by xmin), to be checked
+ * again once its statement, running at depth (on_conflict_running then),
+ * has run.  resource is shared with the row before when it is the same.
+ */
+typedef struct ConflictPass
+{
+	Oid			relid;
+	ItemPointerData tid;
+	TransactionId xmin;
+	int			depth;
+	SubTransactionId subid;
+	bool		strict;
+	FenceToken	token;
+	FenceToken	step;
+	const char *resource;
+} ConflictPass;
+
+/* The rows let through, in TopTransactionContext; forgotten at its end. */
+static ConflictPass *passes = NULL;
+static int	npasses = 0;
+static int	maxpasses = 0;
 
 /* Whether plan, a plan tree's top node, inserts with ON CONFLICT. */
 static bool
@@ -112,6 +158,141 @@ conflict_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		on_conflict_running++;
 }
 
+/*
+ * The version at tid of rel, if it is there (VACUUM may have truncated
+ * the table behind an address): its inserter (xmin), and the transaction
+ * that deleted or updated it, committed, in progress or ours (updater;
+ * invalid if none did, or only locked it, or aborted: it is live, as the
+ * arbitration found it then).  hot_next is where a HOT update put the
+ * next version, else invalid.
+ */
+static bool
+conflict_version_at(Relation rel, ItemPointer tid, TransactionId *xmin,
+					TransactionId *updater, ItemPointer hot_next)
+{
+	HeapTupleData tuple;
+	Buffer		buffer;
+	HeapTupleHeader htup;
+
+	if (ItemPointerGetBlockNumber(tid) >= RelationGetNumberOfBlocks(rel))
+		return false;
+	tuple.t_self = *tid;
+	if (!heap_fetch(rel, SnapshotAny, &tuple, &buffer, false))
+		return false;
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	htup = tuple.t_data;
+	*xmin = HeapTupleHeaderGetRawXmin(htup);
+	*updater = InvalidTransactionId;
+	if (!(htup->t_infomask & HEAP_XMAX_INVALID) &&
+		!HEAP_XMAX_IS_LOCKED_ONLY(htup->t_infomask))
+	{
+		TransactionId xmax = HeapTupleHeaderGetUpdateXid(htup);
+
+		if (TransactionIdIsCurrentTransactionId(xmax) ||
+			TransactionIdIsInProgress(xmax) || TransactionIdDidCommit(xmax))
+			*updater = xmax;
+	}
+	if (TransactionIdIsValid(*updater) && HeapTupleHeaderIsHotUpdated(htup))
+		*hot_next = htup->t_ctid;
+	else
+		ItemPointerSetInvalid(hot_next);
+	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	ReleaseBuffer(buffer);
+	return true;
+}
+
+/* What became of the row a row let through conflicted with. */
+typedef enum ConflictRowFate
+{
+	CONFLICT_ROW_STAYED,		/* there, with the same indexed values */
+	CONFLICT_ROW_GONE,			/* deleted or changed, or not found */
+	CONFLICT_ROW_CHANGED_HERE	/* deleted or changed by this transaction */
+} ConflictRowFate;
+
+/*
+ * Whether the row that pass conflicted with is still there, live, with
+ * the same values in every indexed column: its version, or one that HOT
+ * updates made from it (a HOT update changes no indexed column).  Then
+ * it conflicted at the arbitration too (a version deleted by a
+ * transaction that committed does not come back to life), and the row let
+ * through did not go in.
+ */
+static ConflictRowFate
+conflict_row_fate(Relation rel, const ConflictPass *pass)
+{
+	ItemPointerData tid = pass->tid;
+	TransactionId expect = pass->xmin;
+
+	for (;;)
+	{
+		TransactionId xmin;
+		TransactionId updater;
+		ItemPointerData next;
+
+		if (!conflict_version_at(rel, &tid, &xmin, &updater, &next) ||
+			!TransactionIdEquals(xmin, expect))
+			return CONFLICT_ROW_GONE;
+		if (!TransactionIdIsValid(updater))
+			return CONFLICT_ROW_STAYED;
+		if (!ItemPointerIsValid(&next))
+			return TransactionIdIsCurrentTransactionId(updater) ?
+				CONFLICT_ROW_CHANGED_HERE : CONFLICT_ROW_GONE;
+		tid = next;
+		expect = updater;
+	}
+}
+
+/*
+ * Check again the rows let through by the statement running at depth and
+ * by those nested in it.  Each whose conflicting row is gone may have gone
+ * in: it is checked, and raises the mark, as any insert is, and a stale
+ * one fails the statement, which takes the row back.  One whose
+ * conflicting row this transaction changed (most often by the DO UPDATE
+ * of that very row, when the update was not HOT) is checked only when the
+ * transaction does not hold the mark at or above its token already: the
+ * write that changed the row checked the mark, and holds it.
+ */
+static void
+conflict_check_passes(int depth)
+{
+	int			first = npasses;
+	int			i;
+
+	while (first > 0 && passes[first - 1].depth >= depth)
+		first--;
+	for (i = first; i < npasses; i++)
+	{
+		ConflictPass *pass = &passes[i];
+		Relation	rel = table_open(pass->relid, AccessShareLock);
+		ConflictRowFate fate = conflict_row_fate(rel, pass);
+		FenceToken	held;
+
+		table_close(rel, AccessShareLock);
+		if (fate == CONFLICT_ROW_STAYED ||
+			(fate == CONFLICT_ROW_CHANGED_HERE &&
+			 marks_read_held(pass->resource, &held) && held >= pass->token))
+			continue;
+		marks_check(pass->resource, pass->token, pass->strict, pass->step);
+	}
+	npasses = first;
+}
+
+static void
+conflict_ExecutorFinish(QueryDesc *queryDesc)
+{
+	if (prev_ExecutorFinish)
+		prev_ExecutorFinish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
+
+	/*
+	 * After the standard finish, which runs to completion the ON CONFLICT
+	 * of a WITH query that was not read to its end.
+	 */
+	if (npasses > 0 && conflict_stmt_on_conflict(queryDesc->plannedstmt))
+		conflict_check_passes(on_conflict_running);
+}
+
 static void
 conflict_ExecutorEnd(QueryDesc *queryDesc)
 {
@@ -149,6 +330,17 @@ conflict_step_assign_hook(const char *newval, void *extra)
 	max_token_step = *(FenceToken *) extra;
 }
 
+/* Rows let through in a subtransaction rolled back were taken back. */
+static void
+conflict_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						  SubTransactionId parentSubid, void *arg)
+{
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	while (npasses > 0 && passes[npasses - 1].subid >= mySubid)
+		npasses--;
+}
+
 /*
  * guard_conflict_init
  *		Define fencing.max_token_step and install the executor hooks;
@@ -170,8 +362,11 @@ guard_conflict_init(void)
 							   conflict_step_assign_hook, NULL);
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = conflict_ExecutorStart;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = conflict_ExecutorFinish;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = conflict_ExecutorEnd;
+	RegisterSubXactCallback(conflict_subxact_callback, NULL);
 
 	/*
 	 * Loaded by the trigger of an INSERT whose start went unseen (no
@@ -194,6 +389,8 @@ guard_conflict_at_xact_end(void)
 {
 	on_conflict_running = 0;
 	loaded_in_portal = NULL;
+	passes = NULL;				/* freed with TopTransactionContext */
+	npasses = maxpasses = 0;
 }
 
 /*
@@ -227,15 +424,16 @@ guard_on_conflict_running(void)
  *		in progress.  Every such constraint of rel counts, whichever the
  *		statement names: a conflict under one it does not name fails the
  *		insert, which writes nothing either.  A deferrable one does not: a
- *		row conflicting under it can still go in.
+ *		row conflicting under it can still go in.  conflict, if not NULL, is
+ *		set to the address of the row it conflicts with.
  */
 bool
-guard_row_conflicts(Relation rel, HeapTuple tuple)
+guard_row_conflicts(Relation rel, HeapTuple tuple, ItemPointer conflict)
 {
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
 	List	   *arbiters = NIL;
-	bool		conflict = false;
+	bool		found = false;
 	int			i;
 
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
@@ -257,11 +455,56 @@ guard_row_conflicts(Relation rel, HeapTuple tuple)
 		ItemPointerData conflict_tid;
 
 		ExecStoreHeapTuple(tuple, slot, false);
-		conflict = !FencingExecCheckIndexConstraints(rri, slot, estate,
-													  &conflict_tid, arbiters);
+		found = !FencingExecCheckIndexConstraints(rri, slot, estate,
+												   &conflict_tid, arbiters);
+		if (found && conflict != NULL)
+			*conflict = conflict_tid;
 	}
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
-	return conflict;
+	return found;
+}
+
+/*
+ * guard_conflict_pass
+ *		Keep a row of resource, written at token, that the guard let through
+ *		without raising the mark because it conflicted with the row at
+ *		conflict of rel, to be checked again when its statement has run.
+ */
+void
+guard_conflict_pass(Relation rel, ItemPointer conflict, const char *resource,
+					FenceToken token, bool strict, FenceToken step)
+{
+	ConflictPass *pass;
+	TransactionId updater;
+	ItemPointerData next;
+
+	if (npasses == maxpasses)
+	{
+		maxpasses = maxpasses == 0 ? 16 : maxpasses * 2;
+		passes = passes == NULL ?
+			MemoryContextAlloc(TopTransactionContext, maxpasses * sizeof(ConflictPass)) :
+			repalloc(passes, maxpasses * sizeof(ConflictPass));
+	}
+	pass = &passes[npasses];
+	pass->relid = RelationGetRelid(rel);
+	pass->tid = *conflict;
+
+	/*
+	 * The version found cannot have been pruned since: the statement's
+	 * snapshot, taken before its deleter (if any) committed, holds it.
+	 */
+	if (!conflict_version_at(rel, conflict, &pass->xmin, &updater, &next))
+		pass->xmin = InvalidTransactionId;
+	pass->depth = on_conflict_running;
+	pass->subid = GetCurrentSubTransactionId();
+	pass->strict = strict;
+	pass->token = token;
+	pass->step = step;
+	if (npasses > 0 && strcmp(passes[npasses - 1].resource, resource) == 0)
+		pass->resource = passes[npasses - 1].resource;
+	else
+		pass->resource = MemoryContextStrdup(TopTransactionContext, resource);
+	npasses++;
 }

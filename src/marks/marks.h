@@ -66,6 +66,7 @@ extern MarksAcquireResult marks_raise_for_holder(const char *resource,
 												FenceToken token,
 												TimestampTz deadline);
 extern bool marks_read(const char *resource, FenceToken *mark);
+extern bool marks_read_held(const char *resource, FenceToken *mark);
 extern bool marks_read_newest(const char *resource, FenceToken *mark);
 extern FenceToken marks_advance(const char *resource, FenceToken token,
 							   bool write);

@@ -165,7 +165,6 @@ extern CheckedLevel *checked_held(const char *resource, uint32 hash);
 extern void checked_remember(const char *resource, uint32 hash,
 							 const CheckedLevel *state);
 extern void checked_forget(const char *resource);
-extern bool marks_read_held(const char *resource, FenceToken *mark);
 extern void marks_held_flush(void (*write) (const char *resource,
 											CheckedLevel *level));
 
