@@ -186,3 +186,37 @@ harness_redis_launch() {
 	cat "$REDIS_DIR/redis.log" >&2
 	return 1
 }
+
+# Start a throwaway pgbouncer in transaction mode on 127.0.0.1:PORT (no Unix
+# socket), trusting USER, its files in DIR (pgbouncer.ini, users.txt, its
+# pid and log files): harness_start_pgbouncer DIR PORT USER DATABASES
+# [SETTING...].  DATABASES is the [databases] section's text; each SETTING
+# is a further line of [pgbouncer] ("default_pool_size = 2").  As root it
+# runs as postgres.
+harness_start_pgbouncer() {
+	local dir=$1 port=$2 user=$3 databases=$4
+	shift 4
+	printf '"%s" ""\n' "$user" >"$dir/users.txt"
+	{
+		printf '[databases]\n%s\n\n[pgbouncer]\n' "$databases"
+		printf '%s\n' "listen_addr = 127.0.0.1" "listen_port = $port" "unix_socket_dir =" \
+			"auth_type = trust" "auth_file = $dir/users.txt" "pool_mode = transaction" "$@" \
+			"pidfile = $dir/pgbouncer.pid" "logfile = $dir/pgbouncer.log"
+	} >"$dir/pgbouncer.ini"
+	chmod 644 "$dir/users.txt" "$dir/pgbouncer.ini"
+	if [ "$(id -u)" -eq 0 ]; then
+		chown postgres: "$dir/users.txt" "$dir/pgbouncer.ini"
+		pgbouncer -d -u postgres "$dir/pgbouncer.ini"
+	else
+		pgbouncer -d "$dir/pgbouncer.ini"
+	fi
+	for _ in $(seq 100); do
+		[ -s "$dir/pgbouncer.pid" ] && break
+		sleep 0.05
+	done
+	if [ ! -s "$dir/pgbouncer.pid" ]; then
+		cat "$dir/pgbouncer.log" >&2
+		return 1
+	fi
+	HARNESS_PIDS+=("$(cat "$dir/pgbouncer.pid")")
+}

@@ -112,36 +112,9 @@ harness_install_deps pgbouncer
 bouncer_dir=
 harness_tmpdir bouncer_dir
 bouncer_port=$(harness_free_port)
-printf '"postgres" ""\n' >"$bouncer_dir/users.txt"
-cat >"$bouncer_dir/pgbouncer.ini" <<INI
-[databases]
-app = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $bouncer_port
-unix_socket_dir =
-auth_type = trust
-auth_file = $bouncer_dir/users.txt
-pool_mode = transaction
-default_pool_size = 2
-max_client_conn = 20
-admin_users = postgres
-pidfile = $bouncer_dir/pgbouncer.pid
-logfile = $bouncer_dir/pgbouncer.log
-INI
-chmod 644 "$bouncer_dir"/*
-if [ "$(id -u)" -eq 0 ]; then
-	chown postgres: "$bouncer_dir"/*
-	pgbouncer -d -u postgres "$bouncer_dir/pgbouncer.ini"
-else
-	pgbouncer -d "$bouncer_dir/pgbouncer.ini"
-fi
-for _ in $(seq 100); do
-	[ -s "$bouncer_dir/pgbouncer.pid" ] && break
-	sleep 0.05
-done
-HARNESS_PIDS+=("$(cat "$bouncer_dir/pgbouncer.pid")")
+harness_start_pgbouncer "$bouncer_dir" "$bouncer_port" postgres \
+	"app = host=$PGHOST port=$PGPORT dbname=postgres user=postgres" \
+	"default_pool_size = 2" "max_client_conn = 20" "admin_users = postgres" || exit 1
 bouncer_url="jdbc:postgresql://127.0.0.1:$bouncer_port/app?user=postgres"
 expect_match "pgbouncer refuses pgJDBC's connection without ignore_startup_parameters" \
 	"$(run_java JdbcPooler "$bouncer_url" 1 1)" "unsupported startup parameter: extra_float_digits"

@@ -35,36 +35,10 @@ if psql -X -q -c "SELECT fenced_release('probe')" >/dev/null 2>&1; then
 fi
 
 bouncer_port=$(harness_free_port)
-printf '"postgres" ""\n' >"$bouncer_dir/users.txt"
-cat >"$bouncer_dir/pgbouncer.ini" <<INI
-[databases]
-app = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
-app_session = host=$PGHOST port=$PGPORT dbname=postgres user=postgres pool_mode=session
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $bouncer_port
-unix_socket_dir =
-auth_type = trust
-auth_file = $bouncer_dir/users.txt
-pool_mode = transaction
-default_pool_size = 1
-max_client_conn = 10
-pidfile = $bouncer_dir/pgbouncer.pid
-logfile = $bouncer_dir/pgbouncer.log
-INI
-chmod 644 "$bouncer_dir"/*
-if [ "$(id -u)" -eq 0 ]; then
-	chown postgres: "$bouncer_dir"/*
-	pgbouncer -d -u postgres "$bouncer_dir/pgbouncer.ini"
-else
-	pgbouncer -d "$bouncer_dir/pgbouncer.ini"
-fi
-for _ in $(seq 100); do
-	[ -s "$bouncer_dir/pgbouncer.pid" ] && break
-	sleep 0.05
-done
-HARNESS_PIDS+=("$(cat "$bouncer_dir/pgbouncer.pid")")
+harness_start_pgbouncer "$bouncer_dir" "$bouncer_port" postgres \
+	"app = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
+app_session = host=$PGHOST port=$PGPORT dbname=postgres user=postgres pool_mode=session" \
+	"default_pool_size = 1" "max_client_conn = 10" || exit 1
 
 rc=0
 checks_from /usr/bin/python3 "$FENCING_TOP/test/lib/pooler_clients.py" "$bouncer_port" "$with_redis" || rc=$?

@@ -53,36 +53,10 @@ sql -c "CREATE TABLE ledger (id serial PRIMARY KEY, acct int NOT NULL, amount in
 # pgbouncer in transaction mode; pgJDBC's extra_float_digits ignored
 # (doc/clients.md "Behind pgbouncer")
 bouncer_port=$(harness_free_port)
-printf '"postgres" ""\n' >"$workdir/users.txt"
-cat >"$workdir/pgbouncer.ini" <<INI
-[databases]
-app = host=127.0.0.1 port=$PGPORT dbname=postgres user=postgres
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $bouncer_port
-unix_socket_dir =
-auth_type = trust
-auth_file = $workdir/users.txt
-pool_mode = transaction
-default_pool_size = 2
-max_client_conn = 20
-ignore_startup_parameters = extra_float_digits
-pidfile = $workdir/pgbouncer.pid
-logfile = $workdir/pgbouncer.log
-INI
-chmod 644 "$workdir"/*
-if [ "$(id -u)" -eq 0 ]; then
-	chown postgres: "$workdir"/*
-	pgbouncer -d -u postgres "$workdir/pgbouncer.ini"
-else
-	pgbouncer -d "$workdir/pgbouncer.ini"
-fi
-for _ in $(seq 100); do
-	[ -s "$workdir/pgbouncer.pid" ] && break
-	sleep 0.05
-done
-HARNESS_PIDS+=("$(cat "$workdir/pgbouncer.pid")")
+harness_start_pgbouncer "$workdir" "$bouncer_port" postgres \
+	"app = host=127.0.0.1 port=$PGPORT dbname=postgres user=postgres" \
+	"default_pool_size = 2" "max_client_conn = 20" \
+	"ignore_startup_parameters = extra_float_digits" || exit 1
 
 # the clients
 java_ok=0

@@ -102,35 +102,8 @@ pool_checks() {
 	local dir port
 	harness_tmpdir dir
 	port=$(harness_free_port)
-	printf '"app" ""\n' >"$dir/users.txt"
-	cat >"$dir/pgbouncer.ini" <<INI
-[databases]
-app = host=$PGHOST port=$PGPORT dbname=postgres
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $port
-unix_socket_dir =
-auth_type = trust
-auth_file = $dir/users.txt
-pool_mode = transaction
-default_pool_size = 1
-max_client_conn = 10
-pidfile = $dir/pgbouncer.pid
-logfile = $dir/pgbouncer.log
-INI
-	chmod 644 "$dir"/*
-	if [ "$(id -u)" -eq 0 ]; then
-		chown postgres: "$dir"/*
-		pgbouncer -d -u postgres "$dir/pgbouncer.ini"
-	else
-		pgbouncer -d "$dir/pgbouncer.ini"
-	fi
-	for _ in $(seq 100); do
-		[ -s "$dir/pgbouncer.pid" ] && break
-		sleep 0.05
-	done
-	HARNESS_PIDS+=("$(cat "$dir/pgbouncer.pid")")
+	harness_start_pgbouncer "$dir" "$port" app "app = host=$PGHOST port=$PGPORT dbname=postgres" \
+		"default_pool_size = 1" "max_client_conn = 10" || return 1
 
 	expect "pgbouncer: the first client's fence_use() without is_local is refused (TF005)" \
 		"$(app_state "host=127.0.0.1 port=$port dbname=app" "SELECT fence_use('order:1', 50)")" "TF005"
