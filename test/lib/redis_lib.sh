@@ -68,6 +68,15 @@ PY
 REDIS_CLI_AUTH=()
 rcli() { redis-cli -s "$REDIS_SOCKET" "${REDIS_CLI_AUTH[@]}" "$@" 2>/dev/null; }
 
+# A resource's keys in Redis, key layout v1 (doc/redis.md): its lock, its
+# token counter, a fair lock's queue and its waiters' timeouts.
+lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
+token_key() { printf 'fencing:v1:{r:%s}:token' "$1"; }
+queue_key() { printf 'fencing:v1:{r:%s}:lock:fair:queue' "$1"; }
+timeouts_key() { printf 'fencing:v1:{r:%s}:lock:fair:timeouts' "$1"; }
+# Whether a resource's lock is held in the harness's Redis: 1 or 0.
+held() { rcli EXISTS "$(lock_key "$1")"; }
+
 # Start PostgreSQL with fencing preloaded, pointed at the harness's Redis
 # (which must be started first), and create the extension.
 redis_start_pg() {

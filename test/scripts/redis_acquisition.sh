@@ -34,8 +34,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
-held() { rcli EXISTS "$(lock_key "$1")"; }
 
 sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tok fence_token)" \
 	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON accounts

@@ -28,8 +28,6 @@ harness_start_pg \
 	"fencing.redis_cluster_nodes = '$CLUSTER_SEEDS'" || exit 1
 sql -c "CREATE EXTENSION fencing" >/dev/null
 
-lock_key() { echo "fencing:v1:{r:$1}:lock"; }
-token_key() { echo "fencing:v1:{r:$1}:token"; }
 lock_on() { redis-cli -p "$1" EXISTS "$(lock_key "$2")" 2>/dev/null; }
 slot_of() { redis-cli -p "${CLUSTER_PORTS[0]}" CLUSTER KEYSLOT "$(lock_key "$1")"; }
 node_id() { redis-cli -p "$1" CLUSTER MYID; }

@@ -19,7 +19,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
 
 sess_open a
 

@@ -18,9 +18,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
-token_key() { printf 'fencing:v1:{r:%s}:token' "$1"; }
-held() { rcli EXISTS "$(lock_key "$1")"; }
 
 sess_open a
 sess_open b

@@ -41,8 +41,6 @@ harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 harness_tmpdir workdir
 
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
-held() { rcli EXISTS "$(lock_key "$1")"; }
 
 # contender RESOURCE SECONDS: try to take RESOURCE from another session
 # every 0.2 s for SECONDS; prints how many attempts got it (0 = held

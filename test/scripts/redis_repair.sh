@@ -160,7 +160,6 @@ increasing "a resource never repaired, with the raise off"
 
 # ------------------------------------------- renewal and a stuck owner
 
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
 
 # owner_start RESOURCE ARGS [SETTINGS]: a session takes RESOURCE with
 # ttl => '1 s', renew => true and ARGS, in a 20 s statement, in the

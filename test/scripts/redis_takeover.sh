@@ -43,8 +43,6 @@ harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 SERVER_LOG=$(dirname "$PGDATA_DIR")/server.log
 
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
-held() { rcli EXISTS "$(lock_key "$1")"; }
 
 sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tok fence_token)" \
 	-c "CREATE TRIGGER fence BEFORE INSERT OR UPDATE OR DELETE ON accounts

@@ -272,7 +272,6 @@ wake_latency "Cluster" wc
 # a slot moved in the middle of a wait: the old node ends the shard
 # subscription (sunsubscribe), the waiter follows -MOVED and subscribes
 # again on the new node
-lock_key() { echo "fencing:v1:{r:$1}:lock"; }
 node_id() { redis-cli -p "$1" CLUSTER MYID; }
 primaries() {
 	redis-cli -p "${CLUSTER_PORTS[0]}" CLUSTER NODES |

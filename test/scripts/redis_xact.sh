@@ -23,10 +23,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-# The Redis lock key of a resource (key layout v1).
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
-# Whether it exists: 1 or 0.
-held() { rcli EXISTS "$(lock_key "$1")"; }
 # Wait up to 5 s for the lock keys of the resources given to be gone;
 # prints how many are left.
 wait_gone() {
