@@ -260,7 +260,8 @@ fenced_record_token(const char *resource, const char *lock_key,
  *		Attempt to take the lock on resource under owner until it is taken
  *		or the deadline has passed; true with *token set if it was taken,
  *		and *sent to when the attempt that took it was sent.  With a
- *		waiter, fair: a wait that ends without the lock leaves the queue.
+ *		waiter, fair: a wait that ends without the lock, or is cancelled,
+ *		leaves the queue.
  *
  * The lease is counted from the sending, not from the reply: Redis set
  * the key's expiry at some moment between the two, so a lease counted from
@@ -335,6 +336,20 @@ fenced_take(const char *resource, const char *lock_key, const char *token_key,
 		edata = CopyErrorData();
 		if (fenced_attempt_may_have_run(edata))
 			lease_remember_unknown(resource, owner, ttl_ms, xact);
+
+		/*
+		 * A fair wait cancelled (statement_timeout, a cancel request)
+		 * leaves the queue before the error is reported, so that those
+		 * behind need not wait for the waiter's timeout.  Other errors
+		 * (Redis unreachable, most often) leave it to that timeout rather
+		 * than delay their report by another call.
+		 */
+		if (waiter != NULL && edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		{
+			FlushErrorState();
+			fenced_leave_queue(lock_key, waiter);
+			ReThrowError(edata);
+		}
 		FreeErrorData(edata);
 		PG_RE_THROW();
 	}

@@ -11,9 +11,10 @@
 #   looping freely against a waiter that comes back: both served, the
 #   hog's grants between the waiter's call and its grant printed;
 # - a waiter that gives up does not block the queue: one whose wait ends
-#   leaves it; one whose backend is terminated loses its place at its
-#   timeout and the next in line gets the lock; a waiter that stopped
-#   asking (planted in the queue) is passed over once its timeout is past;
+#   leaves it, as does one cancelled (before its error is reported); one
+#   whose backend is terminated loses its place at its timeout and the
+#   next in line gets the lock; a waiter that stopped asking (planted in
+#   the queue) is passed over once its timeout is past;
 # - mixed: a fair acquisition waits its turn behind a waiter, an unfair
 #   one takes a free lock whoever is in line (documented);
 # - the set form and the classic key layout (the queue in braces, in the
@@ -27,9 +28,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/redis_lib.sh"
 harness_start_redis || harness_start_redis || exit 1
 redis_start_pg || exit 1
 
-lock_key() { printf 'fencing:v1:{r:%s}:lock' "$1"; }
-queue_key() { printf 'fencing:v1:{r:%s}:lock:fair:queue' "$1"; }
-timeouts_key() { printf 'fencing:v1:{r:%s}:lock:fair:timeouts' "$1"; }
 
 # wait_queued RESOURCE N: until N waiters are in RESOURCE's queue (10 s)
 wait_queued() {
@@ -80,6 +78,17 @@ wait_queued f:gone 1
 sess h "SELECT fenced_release('f:gone');"
 sess_wait w2
 expect "the next waiter gets the lock" "$S|$R" $'00000|t\nt'
+
+# a fair waiter cancelled (here by statement_timeout) leaves the queue
+# before its error is reported: those behind need not wait for its timeout
+sess h "SELECT fenced_acquire('f:cancel', ttl => '30 s') IS NOT NULL;"
+sess w1 "SET statement_timeout = '300ms';"
+sess w1 "SELECT fenced_acquire('f:cancel', ttl => '30 s', wait => '30 s', fair => true);"
+expect "a fair waiter cancelled by statement_timeout gets 57014" "$S" "57014"
+expect "and has left the queue when its error is reported" \
+	"$(rcli LLEN "$(queue_key f:cancel)")|$(rcli ZCARD "$(timeouts_key f:cancel)")" "0|0"
+sess w1 "RESET statement_timeout;"
+sess h "SELECT fenced_release('f:cancel');"
 
 # a waiter whose backend is terminated: the next in line gets the lock
 # once its place has timed out
