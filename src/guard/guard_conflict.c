@@ -483,9 +483,11 @@ guard_conflict_pass(Relation rel, ItemPointer conflict, const char *resource,
 	if (npasses == maxpasses)
 	{
 		maxpasses = maxpasses == 0 ? 16 : maxpasses * 2;
-		passes = passes == NULL ?
-			MemoryContextAlloc(TopTransactionContext, maxpasses * sizeof(ConflictPass)) :
-			repalloc(passes, maxpasses * sizeof(ConflictPass));
+		if (passes == NULL)
+			passes = MemoryContextAlloc(TopTransactionContext,
+										maxpasses * sizeof(ConflictPass));
+		else
+			passes = repalloc(passes, maxpasses * sizeof(ConflictPass));
 	}
 	pass = &passes[npasses];
 	pass->relid = RelationGetRelid(rel);
