@@ -122,6 +122,22 @@ INSERT INTO r5_oc VALUES (2, 9) ON CONFLICT DO NOTHING;
 \echo :SQLSTATE
 INSERT INTO r5_oc VALUES (2, 11) ON CONFLICT DO NOTHING;
 SELECT fence_mark('oc:2');
+-- a row let through because it conflicted (its statement to check it
+-- again at its end) is forgotten with the savepoint its statement failed
+-- in: the end of a later ON CONFLICT statement does not check it, though
+-- the row it conflicted with is gone by then
+INSERT INTO r5_oc VALUES (6, 10);
+BEGIN;
+SAVEPOINT a;
+INSERT INTO r5_oc VALUES (6, 11), (7, NULL) ON CONFLICT DO NOTHING;
+\echo :SQLSTATE
+ROLLBACK TO a;
+SELECT fence_use('oc:6', 12, is_local => true);
+DELETE FROM r5_oc WHERE id = 6;
+INSERT INTO r5_oc VALUES (8, 1) ON CONFLICT DO NOTHING;
+\echo :SQLSTATE
+COMMIT;
+SELECT fence_mark('oc:6');
 -- a token only the statement supplies moves a mark at most
 -- fencing.max_token_step above it
 SHOW fencing.max_token_step;

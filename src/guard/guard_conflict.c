@@ -330,7 +330,12 @@ conflict_step_assign_hook(const char *newval, void *extra)
 	max_token_step = *(FenceToken *) extra;
 }
 
-/* Rows let through in a subtransaction rolled back were taken back. */
+/*
+ * Rows let through in a subtransaction rolled back were taken back:
+ * forget them, and reuse their slots.  (No later statement would check
+ * them anyway: the failed statement's count stays in on_conflict_running
+ * until the transaction ends, and later ones run deeper.)
+ */
 static void
 conflict_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						  SubTransactionId parentSubid, void *arg)
