@@ -95,15 +95,14 @@ static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 /*
  * A row the guard let through without raising its mark, because it
  * conflicted with the version at tid (inserted by xmin), to be checked
- * again once its statement, running at depth (on_conflict_running then),
- * has run.  resource is shared with the row before when it is the same.
+ * again once its statement has run.  resource is shared with the row
+ * before when it is the same.
  */
 typedef struct ConflictPass
 {
 	Oid			relid;
 	ItemPointerData tid;
 	TransactionId xmin;
-	int			depth;
 	SubTransactionId subid;
 	bool		strict;
 	FenceToken	token;
@@ -115,6 +114,33 @@ typedef struct ConflictPass
 static ConflictPass *passes = NULL;
 static int	npasses = 0;
 static int	maxpasses = 0;
+
+/*
+ * The ON CONFLICT statements started in this transaction and not finished,
+ * the innermost last (also those that failed, whose finish never came),
+ * each with the number of rows let through when it started: the rows its
+ * finish checks again are those let through since, by it or by statements
+ * it ran (in TopTransactionContext).
+ */
+typedef struct ConflictStatement
+{
+	QueryDesc  *queryDesc;
+	int			first;
+} ConflictStatement;
+
+static ConflictStatement *statements = NULL;
+static int	nstatements = 0;
+static int	maxstatements = 0;
+
+/* Grow array, of *max elements of size bytes, in TopTransactionContext. */
+static void *
+conflict_grow(void *array, int *max, Size size)
+{
+	*max = *max == 0 ? 16 : *max * 2;
+	if (array == NULL)
+		return MemoryContextAlloc(TopTransactionContext, *max * size);
+	return repalloc(array, *max * size);
+}
 
 /* Whether plan, a plan tree's top node, inserts with ON CONFLICT. */
 static bool
@@ -155,7 +181,15 @@ conflict_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	else
 		standard_ExecutorStart(queryDesc, eflags);
 	if (conflict_stmt_on_conflict(queryDesc->plannedstmt))
+	{
 		on_conflict_running++;
+		if (nstatements == maxstatements)
+			statements = conflict_grow(statements, &maxstatements,
+									   sizeof(ConflictStatement));
+		statements[nstatements].queryDesc = queryDesc;
+		statements[nstatements].first = npasses;
+		nstatements++;
+	}
 }
 
 /*
@@ -243,8 +277,8 @@ conflict_row_fate(Relation rel, const ConflictPass *pass)
 }
 
 /*
- * Check again the rows let through by the statement running at depth and
- * by those nested in it.  Each whose conflicting row is gone may have gone
+ * Check again the rows let through from first on: by a statement that has
+ * run, and by those it ran.  Each whose conflicting row is gone may have gone
  * in: it is checked, and raises the mark, as any insert is, and a stale
  * one fails the statement, which takes the row back.  One whose
  * conflicting row this transaction changed (most often by the DO UPDATE
@@ -253,13 +287,10 @@ conflict_row_fate(Relation rel, const ConflictPass *pass)
  * write that changed the row checked the mark, and holds it.
  */
 static void
-conflict_check_passes(int depth)
+conflict_check_passes(int first)
 {
-	int			first = npasses;
 	int			i;
 
-	while (first > 0 && passes[first - 1].depth >= depth)
-		first--;
 	for (i = first; i < npasses; i++)
 	{
 		ConflictPass *pass = &passes[i];
@@ -289,8 +320,22 @@ conflict_ExecutorFinish(QueryDesc *queryDesc)
 	 * After the standard finish, which runs to completion the ON CONFLICT
 	 * of a WITH query that was not read to its end.
 	 */
-	if (npasses > 0 && conflict_stmt_on_conflict(queryDesc->plannedstmt))
-		conflict_check_passes(on_conflict_running);
+	if (conflict_stmt_on_conflict(queryDesc->plannedstmt))
+	{
+		int			first = 0;	/* its start unseen: the library loaded in it */
+		int			i;
+
+		for (i = nstatements - 1; i >= 0; i--)
+		{
+			if (statements[i].queryDesc == queryDesc)
+			{
+				first = Min(statements[i].first, npasses);
+				nstatements = i;
+				break;
+			}
+		}
+		conflict_check_passes(first);
+	}
 }
 
 static void
@@ -332,9 +377,9 @@ conflict_step_assign_hook(const char *newval, void *extra)
 
 /*
  * Rows let through in a subtransaction rolled back were taken back:
- * forget them, and reuse their slots.  (No later statement would check
- * them anyway: the failed statement's count stays in on_conflict_running
- * until the transaction ends, and later ones run deeper.)
+ * forget them.  (A statement that failed there never finished, and an
+ * enclosing statement still running checks only the rows let through
+ * since it started.)
  */
 static void
 conflict_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -396,6 +441,8 @@ guard_conflict_at_xact_end(void)
 	loaded_in_portal = NULL;
 	passes = NULL;				/* freed with TopTransactionContext */
 	npasses = maxpasses = 0;
+	statements = NULL;
+	nstatements = maxstatements = 0;
 }
 
 /*
@@ -486,14 +533,7 @@ guard_conflict_pass(Relation rel, ItemPointer conflict, const char *resource,
 	ItemPointerData next;
 
 	if (npasses == maxpasses)
-	{
-		maxpasses = maxpasses == 0 ? 16 : maxpasses * 2;
-		if (passes == NULL)
-			passes = MemoryContextAlloc(TopTransactionContext,
-										maxpasses * sizeof(ConflictPass));
-		else
-			passes = repalloc(passes, maxpasses * sizeof(ConflictPass));
-	}
+		passes = conflict_grow(passes, &maxpasses, sizeof(ConflictPass));
 	pass = &passes[npasses];
 	pass->relid = RelationGetRelid(rel);
 	pass->tid = *conflict;
@@ -504,7 +544,6 @@ guard_conflict_pass(Relation rel, ItemPointer conflict, const char *resource,
 	 */
 	if (!conflict_version_at(rel, conflict, &pass->xmin, &updater, &next))
 		pass->xmin = InvalidTransactionId;
-	pass->depth = on_conflict_running;
 	pass->subid = GetCurrentSubTransactionId();
 	pass->strict = strict;
 	pass->token = token;
