@@ -193,12 +193,13 @@ conflict_ExecutorStart(QueryDesc *queryDesc, int eflags)
 }
 
 /*
- * The version at tid of rel, if it is there (VACUUM may have truncated
- * the table behind an address): its inserter (xmin), and the transaction
- * that deleted or updated it, committed, in progress or ours (updater;
- * invalid if none did, or only locked it, or aborted: it is live, as the
- * arbitration found it then).  hot_next is where a HOT update put the
- * next version, else invalid.
+ * The version at tid of rel, if it is there (a line pointer pruned away
+ * is not; the statement's lock on rel keeps VACUUM from truncating the
+ * table meanwhile): its inserter (xmin), and the transaction that deleted
+ * or updated it, committed, in progress or ours (updater; invalid if none
+ * did, or only locked it, or aborted: it is live, as the arbitration found
+ * it then).  hot_next is where a HOT update put the next version, else
+ * invalid.
  */
 static bool
 conflict_version_at(Relation rel, ItemPointer tid, TransactionId *xmin,
@@ -208,8 +209,6 @@ conflict_version_at(Relation rel, ItemPointer tid, TransactionId *xmin,
 	Buffer		buffer;
 	HeapTupleHeader htup;
 
-	if (ItemPointerGetBlockNumber(tid) >= RelationGetNumberOfBlocks(rel))
-		return false;
 	tuple.t_self = *tid;
 	if (!heap_fetch(rel, SnapshotAny, &tuple, &buffer, false))
 		return false;
