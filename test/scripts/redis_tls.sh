@@ -279,7 +279,6 @@ if topology_start_cluster; then
 	done
 	expect "six resources across the slots, over TLS to every primary the map names" "$S|$R" "00000|t"
 
-	lock_key() { echo "fencing:v1:{r:$1}:lock"; }
 	node_id() { tcli -p "$1" CLUSTER MYID; }
 	old=$(topology_cluster_node_of "$(lock_key c:fo)")
 	replica=$(tcli -p "$old" CLUSTER NODES | awk -v id="$(node_id "$old")" '$4 == id { split($2, a, "[:@]"); print a[2]; exit }')
