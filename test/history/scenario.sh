@@ -414,7 +414,7 @@ sentinel-failover)
 	harness_log "SENTINEL FAILOVER (primary $old)"
 	date +%s.%N >"$work/failover"
 	t0=$(date +%s%3N)
-	check "SENTINEL FAILOVER" test "$(scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER")" = OK
+	check "SENTINEL FAILOVER: a new primary named" topology_sentinel_failover "$old"
 	ms=$(first_acquisition "$t0" "$old")
 	check "acquisitions from the new primary after SENTINEL FAILOVER" test -n "$ms"
 	echo "# SENTINEL FAILOVER: first acquisition from the new primary after ${ms:-?} ms"

@@ -236,6 +236,29 @@ topology_sentinel_settled() {
 	return 1
 }
 
+# topology_sentinel_failover OLD: SENTINEL FAILOVER of the primary at port
+# OLD, asked again while no Sentinel names another primary: a failover the
+# Sentinels were asked for is abandoned, not retried, when the promoted
+# replica does not report itself primary within the failover-timeout (3 s),
+# which a loaded machine can make it miss (redis_tls once spent its whole
+# minute on the old primary that way).  A request made while a failover is
+# under way is refused (INPROG) and changes nothing.  Returns 0 once a
+# Sentinel names a primary other than OLD, 1 after a minute; a refusal is
+# printed as a comment.
+topology_sentinel_failover() {
+	local old=$1 reply np
+	for _ in 1 2 3 4 5 6; do
+		reply=$(scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER")
+		[ "$reply" = OK ] || echo "# SENTINEL FAILOVER: ${reply:-no reply}" >&2
+		for _ in $(seq 100); do
+			np=$(topology_sentinel_primary)
+			[ -n "$np" ] && [ "$np" != "$old" ] && return 0
+			sleep 0.1
+		done
+	done
+	return 1
+}
+
 # topology_sentinel_primary: the port the Sentinels name as primary now.
 topology_sentinel_primary() {
 	scli "${SENTINEL_PORTS[0]}" SENTINEL get-master-addr-by-name "$SENTINEL_MASTER" | sed -n 2p

@@ -249,7 +249,7 @@ waiter_start ws:failover
 sleep 0.5
 old=$SENTINEL_PRIMARY
 expect "Sentinel: the waiter is subscribed on the primary" "$(subscribers "$old")" 1
-scli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER "$SENTINEL_MASTER" >/dev/null
+topology_sentinel_failover "$old" || echo "# SENTINEL FAILOVER: no new primary" >&2
 topology_wait_new_primary "$old" || echo "# no new primary" >&2
 for _ in $(seq 50); do
 	[ "$(subscribers "$SENTINEL_PRIMARY")" = 1 ] && break
