@@ -183,8 +183,22 @@ kill_mid_call() {
 # 3 s statement; prints "t|t|t" when the renewer (a background worker,
 # with the library preloaded) renewed it throughout: its expires_at moved
 # on to more than 2.5 s after the acquisition, and it is still renewing.
+# Otherwise also says on stderr, as comments, whether the lease was found
+# lost and what the server logged about Redis, so that a failure tells a
+# lease taken away from a renewer that stopped.
 renewed_across() {
-	sql -c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
+	local out
+	out=$(sql -c "SELECT fenced_acquire('$1', ttl => '1 s', renew => true) IS NOT NULL, pg_sleep(3)::text = '',
 		(SELECT expires_at - acquired_at > interval '2.5 s' AND renewing
-		 FROM fenced_lock_holders WHERE resource = '$1')" 2>&1
+		 FROM fenced_lock_holders WHERE resource = '$1'),
+		(SELECT format('expires_at - acquired_at %s, renewing %s, lost %s', expires_at - acquired_at, renewing, lost)
+		 FROM fenced_lock_holders WHERE resource = '$1')" 2>&1)
+	if [[ "$out" =~ ^([tf]?\|[tf]?\|[tf]?)\|(.*)$ ]]; then
+		[ "${BASH_REMATCH[1]}" = "t|t|t" ] || {
+			echo "# renewed_across $1: ${BASH_REMATCH[2]}; the server's log on Redis:"
+			grep -i 'redis' "$(dirname "$PGDATA_DIR")/server.log" 2>/dev/null | tail -5 | sed 's/^/#   /'
+		} >&2
+		out=${BASH_REMATCH[1]}
+	fi
+	printf '%s\n' "$out"
 }
