@@ -484,8 +484,10 @@ CREATE FUNCTION @extschema@.fenced_lock_valid_until(resource text)
 COMMENT ON FUNCTION @extschema@.fenced_lock_valid_until(text) IS 'until when this session holds the Redis lock of a resource, by this server''s clock and without asking Redis; NULL if not held or run out';
 
 -- fenced_lock_holders gains lost: true once the renewer found the lease's
--- lock held by another owner.  The function behind it gains the column, so
--- both are made again; the view keeps the privileges it had (SELECT to
+-- lock held by another owner; and source: 'redis' for the leases of
+-- fenced_acquire*, 'fence_use' for those declared with fence_use(...,
+-- lease => ...), now listed too.  The function behind it gains the
+-- columns, so both are made again; the view keeps the privileges it had (SELECT to
 -- PUBLIC when created) and its initial privileges.
 DO $$
 DECLARE
@@ -502,15 +504,15 @@ BEGIN
 	CREATE FUNCTION @extschema@.fenced_lock_holders_data(OUT pid integer, OUT role name,
 			OUT database name, OUT resource text, OUT token @extschema@.fence_token,
 			OUT kind text, OUT acquired_at timestamptz, OUT expires_at timestamptz,
-			OUT renewing boolean, OUT lost boolean)
+			OUT renewing boolean, OUT lost boolean, OUT source text)
 		RETURNS SETOF record
 		AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 	COMMENT ON FUNCTION @extschema@.fenced_lock_holders_data() IS 'the leases of every backend (see fenced_lock_holders)';
 	CREATE VIEW @extschema@.fenced_lock_holders AS
 		SELECT h.pid, h.role, h.database, h.resource, h.token, h.kind,
-			h.acquired_at, h.expires_at, h.renewing, h.lost
+			h.acquired_at, h.expires_at, h.renewing, h.lost, h.source
 		FROM @extschema@.fenced_lock_holders_data() AS h;
-	COMMENT ON VIEW @extschema@.fenced_lock_holders IS 'one row per Redis lease of every backend (this backend''s without preloading): pid, role, database, resource, token, kind, acquired_at, expires_at, renewing, lost';
+	COMMENT ON VIEW @extschema@.fenced_lock_holders IS 'one row per lease of every backend, of fenced_acquire* (source redis) or declared with fence_use(..., lease => ...) (source fence_use); without preloading, this backend''s Redis leases: pid, role, database, resource, token, kind, acquired_at, expires_at, renewing, lost, source';
 	PERFORM @extschema@.fence_upgrade_carry_privileges('pg_catalog.pg_class',
 		'@extschema@.fenced_lock_holders'::pg_catalog.regclass, view_acl, view_init);
 END $$;

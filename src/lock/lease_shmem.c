@@ -29,8 +29,8 @@
  * server, found "not ours", and silently left to expire.
  *
  * The leases of fence_use(resource, token, lease => ...) are listed here
- * too (declared), for the takeover to find (lease_use.c, lease_takeover.c);
- * fenced_lock_holders, of Redis leases, and the renewer leave them out.
+ * too (declared), for the takeover to find (lease_use.c, lease_takeover.c)
+ * and fenced_lock_holders to show; the renewer leaves them out.
  *
  * Without preloading there is no table: fenced_lock_holders shows the
  * calling backend's map, and renew => true is refused.

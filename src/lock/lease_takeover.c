@@ -314,13 +314,14 @@ takeover_wait_policy(const char *resource, FenceToken newer,
 							pid, resource,
 							fence_token_to_cstring(token, old_text),
 							fence_token_to_cstring(newer, new_text)),
-					 errdetail("The lease ends in %ld ms by this server's clock; Redis granted the lock before that.",
+					 errdetail("The lease ends in %ld ms by this server's clock; the lock service granted the lock before that.",
 							   left)));
 		}
 		/*
 		 * About to end: poll until it has.  Else wait in the lock queue,
-		 * where deadlocks are detected, as for any writer: Redis granted
-		 * this lock early by our clock (a key deleted, a clock stepped).
+		 * where deadlocks are detected, as for any writer: the lock service
+		 * (Redis, or the one behind fence_use) granted this lock early by
+		 * our clock (a key deleted, a clock stepped).
 		 */
 		return left <= TAKEOVER_SOON_MS ? (int) left : 0;
 	}

@@ -28,7 +28,10 @@
  * the privileges of pg_read_all_stats (superusers have them) sees every
  * row; any other sees the rows of the backends of roles whose privileges
  * it has, and of the others only that they exist, every column NULL.
- * Leases that found the table full are not shown.
+ * Leases that found the table full are not shown.  Its source column
+ * tells the leases of fenced_acquire* ("redis") from those declared with
+ * fence_use(..., lease => ...) ("fence_use"), which only the shared
+ * table lists.
  *
  * IDENTIFICATION
  *	  src/lock/lock.c
@@ -357,7 +360,7 @@ fenced_leases(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(fenced_lock_holders_data);
 
-#define HOLDERS_COLS	10
+#define HOLDERS_COLS	11
 
 /* The values of one row (every column NULL when not visible). */
 static void
@@ -389,6 +392,7 @@ holders_put(ReturnSetInfo *rsinfo, const LeaseSlot *l, bool visible)
 		values[7] = TimestampTzGetDatum(l->expires);
 		values[8] = BoolGetDatum(l->renewing);
 		values[9] = BoolGetDatum(l->lost);
+		values[10] = CStringGetTextDatum(l->declared ? "fence_use" : "redis");
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
@@ -425,7 +429,7 @@ holders_local(ReturnSetInfo *rsinfo)
 /*
  * fenced_lock_holders_data()
  *		pid, role, database, resource, token, kind, acquired_at,
- *		expires_at, renewing, lost: see the header.
+ *		expires_at, renewing, lost, source: see the header.
  */
 Datum
 fenced_lock_holders_data(PG_FUNCTION_ARGS)
@@ -454,7 +458,7 @@ fenced_lock_holders_data(PG_FUNCTION_ARGS)
 		else
 			copy->in_use = false;
 		SpinLockRelease(&slot->mutex);
-		if (copy->in_use && !copy->declared)
+		if (copy->in_use)
 			holders_put(rsinfo, copy,
 						all || has_privs_of_role(GetUserId(), copy->roleid));
 	}

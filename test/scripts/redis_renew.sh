@@ -259,8 +259,8 @@ sql -c "CREATE ROLE regress_holder_a LOGIN" -c "CREATE ROLE regress_holder_b LOG
 sess_open h -U regress_holder_a
 sess h "BEGIN; SELECT fenced_acquire('order:1', ttl => '30 s', renew => true) IS NOT NULL;"
 expect "a plain role acquires with renew" "$S|$R" "00000|t"
-sess h "SELECT pid = pg_backend_pid(), role, database, resource, kind, renewing FROM fenced_lock_holders;"
-expect "it sees its own row" "$R" "t|regress_holder_a|postgres|order:1|session|t"
+sess h "SELECT pid = pg_backend_pid(), role, database, resource, kind, renewing, source FROM fenced_lock_holders;"
+expect "it sees its own row, a lease from Redis" "$R" "t|regress_holder_a|postgres|order:1|session|t|redis"
 expect "another plain role sees only that a row exists" \
 	"$(sql -U regress_holder_b -c "SELECT count(*), count(pid), count(resource), count(token) FROM fenced_lock_holders")" "1|0|0|0"
 expect "pg_read_all_stats sees it" \

@@ -357,12 +357,12 @@ for v in $old_versions; do
 			to_regprocedure('fence_use(text, fence_token, boolean)') IS NULL")" "t|t"
 	check_acl_kept use_acl fence_use "FUNCTION fence_use(text, fence_token, boolean)" EXECUTE \
 		"has_function_privilege('ROLE', 'fence_use(text, fence_token, boolean, interval)', 'EXECUTE')"
-	# the view fenced_lock_holders (1.2) gained lost in 1.3: made again, it
+	# the view fenced_lock_holders (1.2) gained lost and source in 1.3: made again, it
 	# keeps SELECT to PUBLIC, or what an administrator gave instead at 1.2
 	if [ "$v" = 1.2 ]; then
-		expect "$db: after the update, fenced_lock_holders has lost and PUBLIC may still read it" \
+		expect "$db: after the update, fenced_lock_holders has lost and source, and PUBLIC may still read it" \
 			"$(sql "$db" -c "SELECT has_table_privilege('outsider', 'fenced_lock_holders', 'SELECT'),
-				EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'fenced_lock_holders'::regclass AND attname = 'lost')")" "t|t"
+				(SELECT count(*) FROM pg_attribute WHERE attrelid = 'fenced_lock_holders'::regclass AND attname IN ('lost', 'source'))")" "t|2"
 		check_acl_kept view_acl fenced_lock_holders fenced_lock_holders SELECT \
 			"has_table_privilege('ROLE', 'fenced_lock_holders', 'SELECT')"
 	fi

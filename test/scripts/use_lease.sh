@@ -21,6 +21,8 @@
 # - a victim without a lease (fence_use as in 1.2): waited for;
 # - a newer holder whose token was not declared (only in the row): waits;
 # - fence_use again without a lease ends the lease: waited for;
+# - fenced_lock_holders lists the leases (source fence_use), the
+#   session's and the transaction's, until they end;
 # - the arguments: a lease needs a token, and must be positive.
 #
 # On 8813559 (no lease argument) 12 of 21 checks failed.
@@ -96,6 +98,10 @@ sess_close v2
 
 # --------------------------------------------------- a lease still valid
 victim v3 3 '30 s'
+expect "fenced_lock_holders lists the lease: fence_use, the session's, its token and length" \
+	"$(sql -c "SELECT h.source, h.kind, h.token, h.expires_at - h.acquired_at, h.renewing, h.lost, a.state
+		FROM fenced_lock_holders h JOIN pg_stat_activity a USING (pid) WHERE h.resource = 'acct:3'")" \
+	"fence_use|session|10|00:00:30|f|f|idle in transaction"
 newer 3
 expect "a victim whose lease is valid is waited for (57014)" "$NS" "57014"
 sess v3 "COMMIT;"
@@ -130,6 +136,13 @@ expect "fence_use again without a lease ends the lease: waited for (57014)" "$NS
 sess v6 "COMMIT;"
 expect "... and the victim commits" "$S" "00000"
 sess_close v6
+
+# ------------------------------------- a lease for the transaction, listed
+sess n "BEGIN; SELECT fence_use('acct:8', 12, is_local => true, lease => '5 s');"
+sess n "SELECT source, kind, token FROM fenced_lock_holders WHERE pid = pg_backend_pid();"
+expect "a lease for the transaction is listed as such" "$S|$R" "00000|fence_use|transaction|12"
+sess n "ROLLBACK; SELECT count(*) FROM fenced_lock_holders WHERE pid = pg_backend_pid();"
+expect "... and is gone with its transaction" "$S|$R" "00000|0"
 
 # --------------------------------------------------- arguments
 expect "a lease without a token: 22023" \
