@@ -87,14 +87,25 @@ fence_use_lease(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * The checks of an acquisition's ttl, wait and max_hold, which a build
+ * with hiredis makes before reaching Redis: bad input reports the same
+ * error in both builds.
+ */
+static void
+acquire_options_check(FunctionCallInfo fcinfo)
+{
+	(void) fenced_ttl_arg(fcinfo, 1);
+	(void) fenced_wait_arg(fcinfo, 2);
+	(void) fenced_max_hold_arg(fcinfo, 4);
+}
+
 Datum
 fenced_acquire(PG_FUNCTION_ARGS)
 {
 	session_state_check("fenced_acquire()");
 	(void) fenced_resource_arg(fcinfo);
-	(void) fenced_ttl_arg(fcinfo, 1);
-	(void) fenced_wait_arg(fcinfo, 2);
-	(void) fenced_max_hold_arg(fcinfo, 4);
+	acquire_options_check(fcinfo);
 	fenced_not_supported();
 }
 
@@ -102,9 +113,7 @@ Datum
 fenced_acquire_xact(PG_FUNCTION_ARGS)
 {
 	(void) fenced_resource_arg(fcinfo);
-	(void) fenced_ttl_arg(fcinfo, 1);
-	(void) fenced_wait_arg(fcinfo, 2);
-	(void) fenced_max_hold_arg(fcinfo, 4);
+	acquire_options_check(fcinfo);
 	fenced_not_supported();
 }
 
@@ -115,9 +124,7 @@ fenced_acquire_xact_multi(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("resources must not be null")));
-	(void) fenced_ttl_arg(fcinfo, 1);
-	(void) fenced_wait_arg(fcinfo, 2);
-	(void) fenced_max_hold_arg(fcinfo, 4);
+	acquire_options_check(fcinfo);
 	fenced_not_supported();
 }
 
