@@ -96,6 +96,8 @@ typedef struct Renewal
 	uint64		generation;
 	int			ttl_ms;			/* this renewal's */
 	int			ncommands;		/* 1, or 2 with the counter's */
+	int			pid;			/* the owner's, for the log */
+	char	   *resource;
 } Renewal;
 
 /* Rounds failing in a row, as in a Redis outage. */
@@ -267,11 +269,16 @@ renewer_add_commands(const LeaseSlot *copy, int ttl_ms, const char ***argv,
 	return n;
 }
 
-/* Write a renewal's outcome back, if the slot still has its lease. */
-static void
+/*
+ * renewer_record
+ *		Write a renewal's outcome back, if the slot still has its lease;
+ *		true if that outcome is the lease found lost.
+ */
+static bool
 renewer_record(const Renewal *r, RedisValue *reply, TimestampTz sent)
 {
 	LeaseSlot  *slot = lease_shmem_slot(r->slot);
+	bool		lost = false;
 
 	SpinLockAcquire(&slot->mutex);
 	/* not over what a fenced_extend since the round began wrote */
@@ -286,9 +293,38 @@ renewer_record(const Renewal *r, RedisValue *reply, TimestampTz sent)
 		{
 			slot->renewing = false; /* nothing left to renew */
 			slot->lost = true;
+			lost = true;
 		}
 	}
 	SpinLockRelease(&slot->mutex);
+	return lost;
+}
+
+/*
+ * renewer_report_lost
+ *		Say in the server log which lease was found lost, and where: a lock
+ *		expired or taken over is what an operator looks for after a
+ *		holder's writes were fenced out.
+ */
+static void
+renewer_report_lost(const Renewal *r)
+{
+	const char *host;
+	int			port;
+
+	/* in Cluster mode the last command may have gone to another node */
+	if (!redis_cluster_enabled() && redis_last_server(&host, &port))
+		ereport(LOG,
+				(errmsg("lease of resource \"%s\" found lost while renewing it",
+						r->resource),
+				 errdetail("The Redis server at \"%s:%d\" no longer holds the lock of backend %d under the lease's owner: it expired or another holder took it.  The lease is no longer renewed.",
+						   host, port, r->pid)));
+	else
+		ereport(LOG,
+				(errmsg("lease of resource \"%s\" found lost while renewing it",
+						r->resource),
+				 errdetail("Redis no longer holds the lock of backend %d under the lease's owner: it expired or another holder took it.  The lease is no longer renewed.",
+						   r->pid)));
 }
 
 /*
@@ -459,6 +495,8 @@ renewer_round(void)
 		due[ndue].slot = i;
 		due[ndue].generation = copy->generation;
 		due[ndue].ttl_ms = ttl_ms;
+		due[ndue].pid = copy->pid;
+		due[ndue].resource = pstrdup(copy->resource);
 		c = renewer_add_commands(copy, ttl_ms, argv, argc, ncommands);
 		due[ndue].ncommands = c - ncommands;
 		ncommands = c;
@@ -479,7 +517,10 @@ renewer_round(void)
 		c += due[i].ncommands;
 		reply = replies[c - 1];
 		if (reply != NULL && reply->type == REDIS_VALUE_INTEGER)
-			renewer_record(&due[i], reply, now);
+		{
+			if (renewer_record(&due[i], reply, now))
+				renewer_report_lost(&due[i]);
+		}
 		else
 		{
 			if (failure == NULL)

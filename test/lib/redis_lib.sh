@@ -179,6 +179,19 @@ kill_mid_call() {
 	topology_node_kill "$KILLED"
 }
 
+# renewed_across_topology: in a Sentinel topology, each data node's role
+# and the Sentinels' last events, for a failed renewed_across.
+renewed_across_topology() {
+	local p f
+	[ -n "${TOPOLOGY_DIR:-}" ] && [ -n "${DATA_PORTS:-}" ] || return 0
+	for p in "${DATA_PORTS[@]}"; do
+		echo "# redis at $p: $(redis-cli -p "$p" ROLE 2>/dev/null | head -1)"
+	done
+	for f in "$TOPOLOGY_DIR"/sentinel-*.log "$TOPOLOGY_DIR"/stale.log; do
+		[ -f "$f" ] && grep ' [#*] [+-]' "$f" | tail -3 | sed "s|^|# ${f##*/}: |"
+	done
+}
+
 # renewed_across RESOURCE: take RESOURCE for 1 s with renew => true in a
 # 3 s statement; prints "t|t|t" when the renewer (a background worker,
 # with the library preloaded) renewed it throughout: its expires_at moved
@@ -196,7 +209,8 @@ renewed_across() {
 	if [[ "$out" =~ ^([tf]?\|[tf]?\|[tf]?)\|(.*)$ ]]; then
 		[ "${BASH_REMATCH[1]}" = "t|t|t" ] || {
 			echo "# renewed_across $1: ${BASH_REMATCH[2]}; the server's log on Redis:"
-			grep -i 'redis' "$(dirname "$PGDATA_DIR")/server.log" 2>/dev/null | tail -5 | sed 's/^/#   /'
+			grep -i 'redis\|lease' "$(dirname "$PGDATA_DIR")/server.log" 2>/dev/null | tail -6 | sed 's/^/#   /'
+			renewed_across_topology
 		} >&2
 		out=${BASH_REMATCH[1]}
 	fi

@@ -179,6 +179,9 @@ else
 fi
 wait "$stmt"
 expect "the lease is no longer renewed" "$(cat "$workdir/other.out")" "t|t|f"
+expect_match "the server log names the lease found lost and the server" \
+	"$(grep -A1 'LOG:  lease of resource "r:other" found lost while renewing it' "$PGHOST/server.log")" \
+	"DETAIL:  The Redis server at \"127\.0\.0\.1:$REDIS_PORT\" no longer holds the lock of backend [0-9]+ under the lease's owner"
 
 # ------------------------------------------------ the renewer terminated
 
